@@ -1,0 +1,65 @@
+#include "cpu/thread_pool.hpp"
+
+namespace tokensift::detail::cpu {
+
+ThreadPool& ThreadPool::instance() {
+  static ThreadPool pool;
+  return pool;
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::worker_loop(int id) {
+  uint64_t seen = 0;
+  for (;;) {
+    JobFn fn;
+    void* context;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || (generation_ != seen && id < active_); });
+      if (stop_) return;
+      seen = generation_;
+      fn = fn_;
+      context = context_;
+    }
+    fn(context, id);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+}
+
+void ThreadPool::run(int workers, JobFn fn, void* context) {
+  if (workers <= 1) {
+    fn(context, 0);
+    return;
+  }
+  std::lock_guard<std::mutex> call_lock(call_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Growth happens only when a call first wants more threads than exist.
+    while ((int)threads_.size() < workers - 1) {
+      const int id = (int)threads_.size() + 1;
+      threads_.emplace_back([this, id] { worker_loop(id); });
+    }
+    fn_ = fn;
+    context_ = context;
+    active_ = workers;
+    pending_ = workers - 1;
+    ++generation_;
+  }
+  wake_.notify_all();
+  fn(context, 0);
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return pending_ == 0; });
+}
+
+}  // namespace tokensift::detail::cpu
