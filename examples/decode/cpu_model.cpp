@@ -177,18 +177,18 @@ int run_cpu_variant(const Options& in) {
       if (opt.check) {
         // Same seeds, different thread count: the contract says the tokens
         // cannot change.
-        const int other_threads = opt.cpu_threads == 1 ? 2 : 1;
+        const int other_threads = ts.threads() == 1 ? 2 : 1;
         HostSampler ts2(HostSampler::Kind::kTokensift, other_threads, batch, opt.vocab, opt.logits);
         RunRecord b = run_cpu_loop(opt, model, rows, batch, &ts2);
         const int64_t i = first_mismatch(a.tokens, b.tokens);
         if (i >= 0) {
           std::printf("  MISMATCH B=%lld step %lld row %lld: %d (threads %d) vs %d (threads %d)\n",
                       (long long)batch, (long long)(i / batch), (long long)(i % batch), a.tokens[i],
-                      opt.cpu_threads, b.tokens[i], other_threads);
+                      ts.threads(), b.tokens[i], other_threads);
           ok = false;
         } else {
           std::printf("  check B=%lld: %lld tokens identical across two runs (threads %d vs %d)\n",
-                      (long long)batch, (long long)a.tokens.size(), opt.cpu_threads, other_threads);
+                      (long long)batch, (long long)a.tokens.size(), ts.threads(), other_threads);
         }
       }
       records.push_back(a);

@@ -124,7 +124,9 @@ GpuBatch::GpuBatch(const Options& opt, GpuModel* model, cudaStream_t stream, con
     check_tokensift(sampler_->workspace_init(workspace_, workspace_bytes_, stream_),
                     "CUDA workspace init");
   }
-  DECODE_CUDA(cudaStreamSynchronize(stream_));
+  // Arena's cudaMemsets ran on the legacy stream, which a non-blocking stream
+  // does not wait for.
+  DECODE_CUDA(cudaDeviceSynchronize());
 }
 
 GpuBatch::~GpuBatch() {
@@ -336,6 +338,7 @@ RunRecord GpuBatch::run_graphed() {
 }
 
 double GpuBatch::time_forward_us() {
+  reset();
   DECODE_CUDA(cudaEventRecord(ev_a_, stream_));
   for (int i = 0; i < opt_.timing_reps; ++i)
     model_->forward(tokens_in_, batch_, opt_.eos, opt_.eos_bias);

@@ -96,23 +96,39 @@ int run_gpu_variant(const Options& opt) {
     model.bind(stream.s);
 
     std::vector<RunRecord> records;
-    bool ok = true;
+    bool ok = true, failed = false;
     for (int64_t batch : opt.batches) {
       const RowSetup rows = make_rows(opt, batch);
       GpuBatch gb(opt, &model, stream.s, rows, batch);
       // These loops also warm cuBLAS and the sampler before any timed run.
       const double forward_us = gb.time_forward_us();
-      const double sampler_us = gb.time_sampler_us();
+      double sampler_us = -1;
+      try {
+        sampler_us = gb.time_sampler_us();
+      } catch (const std::exception& e) {
+        std::printf("  B=%lld: timing the CUDA sampler FAILED: %s\n", (long long)batch, e.what());
+        failed = true;
+      }
       std::vector<RunRecord> these;
       for (const auto& mode : opt.modes) {
         RunRecord r;
-        if (mode == "eager" || mode == "graphed") {
-          r = mode == "eager" ? gb.run_eager() : gb.run_graphed();
-          r.sampling_us_per_step = sampler_us;
-        } else {
-          HostSampler host(mode == "ds4" ? HostSampler::Kind::kTokensift : HostSampler::Kind::kNaive,
-                           opt.cpu_threads, batch, opt.vocab, opt.logits);
-          r = gb.run_ds4(&host);
+        // A mode that fails is reported and the others still run, so one
+        // broken path does not hide the rest of the measurement.
+        try {
+          if (mode == "eager" || mode == "graphed") {
+            r = mode == "eager" ? gb.run_eager() : gb.run_graphed();
+            r.sampling_us_per_step = sampler_us;
+          } else {
+            HostSampler host(mode == "ds4" ? HostSampler::Kind::kTokensift
+                                           : HostSampler::Kind::kNaive,
+                             opt.cpu_threads, batch, opt.vocab, opt.logits);
+            r = gb.run_ds4(&host);
+          }
+        } catch (const std::exception& e) {
+          std::printf("  %-9s B=%-4lld FAILED: %s\n", mode.c_str(), (long long)batch, e.what());
+          std::fflush(stdout);
+          failed = true;
+          continue;
         }
         r.forward_us_per_step = forward_us;
         tally_stops(opt, rows, &r);
@@ -135,8 +151,10 @@ int run_gpu_variant(const Options& opt) {
     h.logits_dtype = opt.logits == LogitsType::kF32 ? "f32" : "bf16";
     if (!opt.json_path.empty()) write_json(opt.json_path, h, records);
     if (!opt.md_path.empty()) write_markdown(opt.md_path, h, records);
-    if (opt.check) std::printf(ok ? "CHECK PASSED\n" : "CHECK FAILED\n");
+    if (failed) std::printf("FAILED: at least one mode did not run (see above)\n");
+    if (opt.check) std::printf(ok && !failed ? "CHECK PASSED\n" : "CHECK FAILED\n");
     else if (!ok) std::printf("WARNING: the modes disagree (run with --check to fail on this)\n");
+    if (failed) return 1;
     return ok || !opt.check ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tokensift_decode: %s\n", e.what());

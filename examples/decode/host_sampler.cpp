@@ -1,7 +1,10 @@
 // CPU sampling for the ds4-style loop and the CPU-only variant.
 #include "host_sampler.hpp"
 
+#include <sched.h>
+
 #include <stdexcept>
+#include <thread>
 
 #include "naive_sampler.hpp"
 
@@ -17,12 +20,24 @@ void check_tokensift(tokensift::Status status, const char* what) {
                            tokensift::last_error_message() + ")");
 }
 
+int usable_cores() {
+  // The affinity mask, not hardware_concurrency(): in a container the latter
+  // reports the whole host and the samplers would oversubscribe.
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  const unsigned n = std::thread::hardware_concurrency();
+  return n ? (int)n : 1;
+}
+
 HostSampler::HostSampler(Kind kind, int threads, int64_t max_rows, int64_t vocab, LogitsType dtype)
-    : kind_(kind), threads_(threads), vocab_(vocab), dtype_(dtype) {
+    : kind_(kind), threads_(threads > 0 ? threads : usable_cores()), vocab_(vocab), dtype_(dtype) {
   if (kind_ != Kind::kTokensift) return;
   tokensift::SamplerConfig cfg;
   cfg.backend = tokensift::Backend::kCpu;
-  cfg.num_threads = threads;
+  cfg.num_threads = threads_;
   check_tokensift(tokensift::Sampler::create(cfg, &sampler_), "creating the CPU sampler");
   size_t bytes = 0;
   check_tokensift(sampler_->workspace_size(max_rows, vocab, to_tokensift(dtype), &bytes),

@@ -20,6 +20,7 @@ class HostSampler {
   // Samples `rows` rows of host logits with the decode step as the offset.
   void sample(const void* logits, int64_t rows, const RowSetup& setup, uint64_t step,
               int32_t* tokens);
+  int threads() const { return threads_; }
   bool is_naive() const { return kind_ == Kind::kNaive; }
   const char* name() const { return kind_ == Kind::kTokensift ? "tokensift-cpu" : "naive-sort-cpu"; }
 
@@ -33,6 +34,8 @@ class HostSampler {
 };
 
 tokensift::DType to_tokensift(LogitsType t);
+// CPUs this process may run on (its affinity mask).
+int usable_cores();
 // Throws with tokensift's message when status is not kOk.
 void check_tokensift(tokensift::Status status, const char* what);
 
