@@ -103,6 +103,8 @@ void write_json(const std::string& path, const ReportHeader& header,
 void write_markdown(const std::string& path, const ReportHeader& header,
                     const std::vector<RunRecord>& records);
 void print_record(const RunRecord& r);
+// One line per batch size: what the graphed loop saves against each ds4 loop.
+std::vector<std::string> savings_summary(const std::vector<RunRecord>& records);
 
 // Counts rows that stopped on eos vs max tokens, from the emitted tokens.
 void tally_stops(const Options& opt, const RowSetup& rows, RunRecord* r);

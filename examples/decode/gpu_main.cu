@@ -139,6 +139,8 @@ int run_gpu_variant(const Options& opt) {
       for (auto& r : these) records.push_back(std::move(r));
     }
 
+    std::printf("summary:\n");
+    for (const std::string& line : savings_summary(records)) std::printf("  %s\n", line.c_str());
     ReportHeader h;
     h.gpu = prop.name;
     h.commit = opt.commit;

@@ -99,21 +99,50 @@ void write_markdown(const std::string& path, const ReportHeader& h,
                (long long)h.ffn, (long long)h.layers, h.logits_dtype.c_str());
   std::fprintf(f, "Commit `%s`; command `%s`.\n\n", h.commit.c_str(), h.command.c_str());
   std::fprintf(f,
-               "| mode | sampler | B | steps | tokens/s | us/step | forward us/step | sampling us/step "
-               "| d2h B/token | host syncs/token (all) | host syncs/token (in loop) |\n"
-               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+               "| mode | sampler | B | steps | tokens/s | us/step | forward us/step | loop overhead "
+               "us/step | sampling us/step | D2H copy us/step | d2h B/token | host syncs/token (all) "
+               "| host syncs/token (in loop) |\n"
+               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const RunRecord& r : records) {
     const double n = tokens(r);
-    std::fprintf(f, "| %s | %s | %lld | %lld | %s | %s | %s | %s | %s | %s | %s |\n",
+    const double overhead =
+        r.forward_us_per_step >= 0 ? us_per_step(r) - r.forward_us_per_step : -1.0;
+    std::fprintf(f, "| %s | %s | %lld | %lld | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                  r.mode.c_str(), r.sampler.c_str(), (long long)r.batch, (long long)r.steps,
                  fmt("%.0f", tokens_per_s(r)).c_str(), fmt("%.1f", us_per_step(r)).c_str(),
-                 fmt("%.1f", r.forward_us_per_step).c_str(),
+                 fmt("%.1f", r.forward_us_per_step).c_str(), fmt("%.1f", overhead).c_str(),
                  fmt("%.1f", r.sampling_us_per_step).c_str(),
+                 fmt("%.1f", r.copy_us_per_step).c_str(),
                  fmt("%.1f", (double)r.d2h_bytes / n).c_str(),
                  fmt("%.4f", (double)r.host_syncs / n).c_str(),
                  fmt("%.4f", (double)r.host_syncs_in_loop / n).c_str());
   }
+  std::fprintf(f, "\n");
+  for (const std::string& line : savings_summary(records)) std::fprintf(f, "- %s\n", line.c_str());
   if (std::fclose(f) != 0) throw std::runtime_error("error writing " + path);
+}
+
+std::vector<std::string> savings_summary(const std::vector<RunRecord>& records) {
+  std::vector<std::string> lines;
+  for (const RunRecord& g : records) {
+    if (g.mode != "graphed") continue;
+    for (const RunRecord& d : records) {
+      if (d.batch != g.batch || (d.mode != "ds4" && d.mode != "ds4-naive")) continue;
+      const double step_saved = us_per_step(d) - us_per_step(g);
+      char buf[400];
+      std::snprintf(buf, sizeof buf,
+                    "B=%lld: graphed vs %s (%s): %.1f us saved per step, %.2f us per token "
+                    "(%.2fx tokens/s); d2h %.0f -> %.1f bytes per token; host syncs in the loop "
+                    "%.4f -> %.4f per token",
+                    (long long)g.batch, d.mode.c_str(), d.sampler.c_str(), step_saved,
+                    step_saved / (double)g.batch, tokens_per_s(g) / tokens_per_s(d),
+                    (double)d.d2h_bytes / tokens(d), (double)g.d2h_bytes / tokens(g),
+                    (double)d.host_syncs_in_loop / tokens(d),
+                    (double)g.host_syncs_in_loop / tokens(g));
+      lines.push_back(buf);
+    }
+  }
+  return lines;
 }
 
 void print_record(const RunRecord& r) {
