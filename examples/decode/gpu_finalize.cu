@@ -34,6 +34,7 @@ __global__ void finalize_kernel(FinalizeParams p) {
   __threadfence_system();
   __syncthreads();
   if (threadIdx.x == 0) {
+    __threadfence_system();  // cumulative: covers the writes the barrier made visible to us
     *p.step = step + 1;
     if (p.published) *(volatile unsigned long long*)p.published = step + 1;
   }
