@@ -31,3 +31,23 @@ def torch_cuda():
     if not tokensift.cuda_available():
         pytest.skip("tokensift was built without the CUDA backend, or no device")
     return torch
+
+
+def _devices():
+    devices = ["cpu"]
+    torch = _torch_cuda()
+    if torch is not None:
+        import tokensift
+
+        if tokensift.cuda_available():
+            devices.append("cuda")
+    return devices
+
+
+@pytest.fixture(params=["cpu", "cuda"])
+def device(request):
+    """Torch device for the compat tests: always cpu, cuda when usable."""
+    pytest.importorskip("torch")
+    if request.param not in _devices():
+        pytest.skip("needs torch with a CUDA device and a CUDA build of tokensift")
+    return request.param

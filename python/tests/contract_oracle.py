@@ -23,9 +23,9 @@ MASK32 = 0xFFFFFFFF
 # ------------------------------------------------------------------ Philox --
 def philox4x32_10(c0, c1, c2, c3, k0, k1):
     """Vectorised Philox-4x32-10 over uint32 arrays (broadcasting)."""
-    c = [np.asarray(v, dtype=u64) & MASK32 for v in (c0, c1, c2, c3)]
-    k0 = np.asarray(k0, dtype=u64) & MASK32
-    k1 = np.asarray(k1, dtype=u64) & MASK32
+    c = [np.asarray(v, dtype=u64) & u64(MASK32) for v in (c0, c1, c2, c3)]
+    k0 = np.asarray(k0, dtype=u64) & u64(MASK32)
+    k1 = np.asarray(k1, dtype=u64) & u64(MASK32)
     m0, m1, w0, w1 = u64(0xD2511F53), u64(0xCD9E8D57), u64(0x9E3779B9), u64(0xBB67AE85)
     for _ in range(10):
         p0 = m0 * c[0]
