@@ -47,11 +47,8 @@ void work(void* context, int worker) {
   unsigned char* mine = job.base + (size_t)worker * job.per_worker;
   const int64_t vocab = job.logits.vocab;
   Scratch s;
-  s.cand = reinterpret_cast<uint64_t*>(mine);
-  mine += align_up((size_t)vocab * 8, 64);
-  s.bin_count = reinterpret_cast<uint32_t*>(mine);
-  mine += align_up(kNumBins * 4, 64);
-  s.bin_mass = reinterpret_cast<double*>(mine);
+  s.key = reinterpret_cast<uint32_t*>(mine);
+  s.cand = reinterpret_cast<uint64_t*>(mine + align_up(((size_t)vocab + 4) * 4, 64));
 
   const SamplingParams& sp = *job.params;
   const SampleOutputs& out = *job.out;

@@ -6,6 +6,7 @@
 // top-p mass (double, inside the band of docs/semantics.md) and the logprob.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -32,84 +33,95 @@ struct RowResult {
   int32_t kept = 0;
 };
 
-// Histogram of d = z_max - z over the min-p survivors (row_select.cpp):
-// kBinsPerUnit bins per unit of z up to kHistRange, then one overflow bin.
-constexpr int kBinsPerUnit = 16;
-constexpr int kHistRange = 40;
-constexpr int kNumBins = kBinsPerUnit * kHistRange + 1;
-
 // Per-worker scratch carved out of the caller's workspace.
 struct Scratch {
-  uint64_t* cand;       // vocab entries: packed (order key, index), see pack()
-  uint32_t* bin_count;  // kNumBins
-  double* bin_mass;     // kNumBins
+  uint32_t* key;   // vocab + 4 entries: order_key(z_i), zero-padded to whole Philox groups
+  uint64_t* cand;  // vocab entries: packed (order key, index), see pack()
 };
 
 inline size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 inline size_t scratch_bytes(int64_t vocab) {
-  return align_up((size_t)vocab * 8, 64) + align_up(kNumBins * 4, 64) + align_up(kNumBins * 8, 64);
+  return align_up(((size_t)vocab + 4) * 4, 64) + align_up((size_t)vocab * 8, 64);
 }
 
 // A token as one u64 whose descending unsigned order is the contract's order:
 // high word the order key of z (z descending), low word ~index (index ascending).
-inline uint64_t pack(float z, uint32_t i) {
-  return ((uint64_t)contract::order_key(z) << 32) | (uint32_t)~i;
-}
+inline uint64_t pack_key(uint32_t key, uint32_t i) { return ((uint64_t)key << 32) | (uint32_t)~i; }
 inline float packed_z(uint64_t c) { return contract::key_to_float((uint32_t)(c >> 32)); }
 inline uint32_t packed_index(uint64_t c) { return ~(uint32_t)c; }
 
-// Row status and z_max of a sampling row (status checks of docs/semantics.md).
+constexpr uint32_t kKeyNegInf = 0x007fffffu;  // order_key(-inf): ineligible tokens
+
+// Status, z_max and the order keys of one row (docs/semantics.md, "Status of
+// a row").  kScale: z = x / T (sampling rows); greedy rows order x itself.
+// Written as chunked branch-free loops so that the compiler vectorizes them.
 struct RowScan {
   RowStatus status;
   float z_max;
+  uint32_t k_max;
   int64_t i_max;  // lowest index holding z_max
 };
 
-template <class Load>
-RowScan scan_row(const Load& x, int64_t vocab, float t) {
+template <bool kScale, class Load>
+RowScan scan_keys(const Load& x, int64_t vocab, float t, uint32_t* key) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  float z_max = -kInf;
-  int64_t i_max = -1;
-  for (int64_t i = 0; i < vocab; ++i) {
-    const float xi = x(i);
-    if (!(xi < kInf)) return {RowStatus::kNanInput, 0.0f, -1};  // NaN or +inf
-    const float z = contract::scale(xi, t);
-    if (z == kInf) return {RowStatus::kNanInput, 0.0f, -1};
-    if (z > z_max) {
-      z_max = z;
-      i_max = i;
+  constexpr int64_t kChunk = 512;
+  uint32_t k_max = 0;
+  int64_t chunk_of_max = 0;
+  for (int64_t c0 = 0; c0 < vocab; c0 += kChunk) {
+    const int64_t c1 = c0 + kChunk < vocab ? c0 + kChunk : vocab;
+    uint32_t bad = 0, km = 0;
+    for (int64_t i = c0; i < c1; ++i) {
+      const float z = kScale ? contract::scale(x(i), t) : x(i);
+      bad |= (uint32_t)!(z < kInf);  // NaN, +inf, or x / T overflowing to +inf
+      const uint32_t k = contract::order_key(z);
+      key[i] = k;
+      km = km > k ? km : k;
+    }
+    if (bad) return {RowStatus::kNanInput, 0.0f, 0, -1};
+    if (km > k_max) {
+      k_max = km;
+      chunk_of_max = c0;
     }
   }
+  for (int j = 0; j < 4; ++j) key[vocab + j] = 0;  // below every real key
   // No eligible token: every x is -inf (or, only when T < 1, every finite x / T
   // underflows to -inf; the contract leaves that row undefined, we call it empty).
-  if (i_max < 0) return {RowStatus::kNoValidToken, 0.0f, -1};
-  return {RowStatus::kOk, z_max, i_max};
+  if (k_max <= kKeyNegInf) return {RowStatus::kNoValidToken, 0.0f, 0, -1};
+  int64_t i = chunk_of_max;
+  while (key[i] != k_max) ++i;
+  return {RowStatus::kOk, contract::key_to_float(k_max), k_max, i};
 }
 
-template <class Load>
-RowResult greedy_row(const Load& x, int64_t vocab) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  float best = -kInf;
-  int64_t best_i = -1;
+// Smallest key in [lo, hi] whose z satisfies the monotone predicate `pass`
+// (hi must pass).  Filters that are monotone in z become key thresholds.
+template <class Pred>
+uint32_t lowest_passing_key(uint32_t lo, uint32_t hi, Pred pass) {
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    if (pass(contract::key_to_float(mid))) hi = mid;
+    else lo = mid + 1;
+  }
+  return hi;
+}
+
+// The min-p survivors are exactly the tokens with key >= this.
+inline uint32_t min_p_key(float min_p, float z_max, uint32_t k_max) {
+  if (!(min_p > 0.0f)) return kKeyNegInf + 1;
+  const float ln_minp = contract::ln_min_p(min_p);
+  return lowest_passing_key(kKeyNegInf + 1, k_max, [&](float z) {
+    return contract::passes_min_p(z, z_max, ln_minp);
+  });
+}
+
+inline RowResult greedy_result(const RowScan& sc) {
   RowResult r;
-  for (int64_t i = 0; i < vocab; ++i) {
-    const float xi = x(i);
-    if (!(xi < kInf)) {
-      r.status = RowStatus::kNanInput;
-      return r;
-    }
-    if (xi > best) {
-      best = xi;
-      best_i = i;
-    }
+  r.status = sc.status;
+  if (sc.status == RowStatus::kOk) {
+    r.token = (int32_t)sc.i_max;
+    r.logprob = 0.0f;
+    r.kept = 1;
   }
-  if (best_i < 0) {
-    r.status = RowStatus::kNoValidToken;
-    return r;
-  }
-  r.token = (int32_t)best_i;
-  r.logprob = 0.0f;
-  r.kept = 1;
   return r;
 }
 
@@ -150,13 +162,20 @@ inline RaceBest race_packed(const uint64_t* c, int64_t n, uint64_t seed, uint64_
 }
 
 // exp(y) for y <= 0 in double, relative error ~1e-11: range reduction by ln 2
-// and a degree-9 Taylor polynomial.  Used for the top-p tail mass, where a
+// and a degree-9 Taylor polynomial, branch-free so that loops over it
+// vectorize.  Used for the top-p tail mass and plain-row logprobs, where a
 // float argument (z - z_max rounded to fp32) would cost ~d * 6e-8 relative.
+// y below -700 (ineligible tokens: -inf) is clamped; callers mask those out.
+// The clamp is an integer min on the bits (y <= 0): a float compare would
+// keep the loop from vectorizing under -ftrapping-math.
 inline double exp_neg(double y) {
-  if (y < -700.0) return 0.0;
+  const uint64_t kLimit = std::bit_cast<uint64_t>(-700.0);
+  const uint64_t yb = std::bit_cast<uint64_t>(y);
+  y = std::bit_cast<double>(yb < kLimit ? yb : kLimit);
   const double kLog2e = 1.4426950408889634, kLn2Hi = 6.93147180369123816490e-01,
-               kLn2Lo = 1.90821492927058770002e-10;
-  const double n = std::floor(y * kLog2e + 0.5);
+               kLn2Lo = 1.90821492927058770002e-10, kRound = 6755399441055744.0;  // 1.5 * 2^52
+  const double nr = y * kLog2e + kRound;  // round to the nearest integer n
+  const double n = nr - kRound;
   const double r = (y - n * kLn2Hi) - n * kLn2Lo;
   double p = 1.0 / 362880.0;
   p = p * r + 1.0 / 40320.0;
@@ -168,8 +187,14 @@ inline double exp_neg(double y) {
   p = p * r + 0.5;
   p = p * r + 1.0;
   p = p * r + 1.0;
-  // 2^n built from its bits: n >= -1010 here, so it is a normal double.
-  return p * contract::bits_double((uint64_t)((int64_t)n + 1023) << 52);
+  // 2^n from its bits: n sits in the low mantissa bits of nr; n >= -1010 here.
+  const uint64_t two_n = (std::bit_cast<uint64_t>(nr) - std::bit_cast<uint64_t>(kRound) + 1023) << 52;
+  return p * std::bit_cast<double>(two_n);
+}
+
+// v when keep, else +0.0, without a branch.
+inline double masked(double v, bool keep) {
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(v) & (0 - (uint64_t)keep));
 }
 
 inline double weight(float z, float z_max) { return std::exp((double)z - (double)z_max); }

@@ -1,14 +1,16 @@
 // The selection path (Algo::kAuto / kPivot): one row without sorting the vocab.
 //
-//   1. scan: status, z_max (scan_row).
-//   2. no top-k, no top-p: one pass that races every min-p survivor; groups of
-//      four tokens that cannot beat the best score so far skip Philox entirely.
-//   3. otherwise: a histogram of d = z_max - z over the min-p survivors (counts,
-//      and masses when top-p is on) picks a bin limit that must contain the kept
-//      set; only tokens up to that bin are gathered.  top-k takes the first k
-//      with nth_element; top-p sorts a growing head of the candidates (each
-//      round nth_element + sort of twice as many) until the prefix mass reaches
-//      p * W.  If the histogram's estimate proves short, everything is gathered.
+//   1. scan_keys: status, z_max and every token's order key, in one pass.
+//      min-p becomes a key threshold (its test is monotone in z).
+//   2. no top-k, no top-p: race every survivor.  Groups of four tokens whose
+//      keys all lie below the race bound (z + kMaxRaceBoost < best score so far,
+//      also a key threshold) skip Philox; the rest are scored in batches.
+//   3. top-k / top-p: one counting (top-k) or mass (top-p) pass against a
+//      ladder of thresholds z_max - delta picks the tightest one that must hold
+//      the kept set; only tokens above it are gathered.  top-k keeps the first k
+//      with nth_element; top-p sorts a growing head of the candidates
+//      (nth_element + sort of twice as many each round) until the prefix mass
+//      reaches p * W.  If the mass estimate proves short, everything is gathered.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -19,55 +21,152 @@
 namespace tokensift::detail::cpu {
 namespace {
 
-constexpr float kInf = std::numeric_limits<float>::infinity();
+// Distances below z_max of the threshold ladder (selection heuristics only).
+constexpr int kLadder = 16;
+constexpr float kLadderDelta[kLadder] = {0.25f, 0.5f, 1, 1.5f, 2, 3, 4, 5,
+                                         6,     8,    10, 12, 16, 20, 28, 40};
+constexpr int kLanes = 4;  // independent partial sums, so that sums vectorize
 
-inline int bin_of(float z, float z_max) {
-  const float d = z_max - z;  // bucketing only, not contract arithmetic
-  return d < (float)kHistRange ? (int)(d * (float)kBinsPerUnit) : kNumBins - 1;
+int64_t count_at_least(const uint32_t* key, int64_t n, uint32_t thr) {
+  uint32_t c = 0;  // 32-bit, like the compare results, so the loop vectorizes cleanly
+  for (int64_t i = 0; i < n; ++i) c += key[i] >= thr;
+  return c;
 }
 
-inline bool survives(float z, float z_max, float ln_minp) {
-  return z > -kInf && contract::passes_min_p(z, z_max, ln_minp);
+// w[i] = exp(z_i - z_max) for tokens with key >= kmin, else 0 (each ~1e-11 relative).
+void weights(const uint32_t* key, int64_t n, uint32_t kmin, float z_max, double* w) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = exp_neg((double)contract::key_to_float(key[i]) - (double)z_max);
+    w[i] = masked(v, key[i] >= kmin);
+  }
 }
 
-template <class Load>
-RowResult race_all(const Load& x, int64_t vocab, const RowParams& p, const RowScan& sc,
-                   float ln_minp, bool want_logprob) {
+constexpr int64_t kBlock = 256;
+
+double mass_at_least(const uint32_t* key, int64_t n, uint32_t kmin, float z_max) {
+  double w[kBlock];
+  double acc[kLanes] = {};
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(n - b, kBlock);
+    weights(key + b, len, kmin, z_max, w);
+    for (int64_t i = len; i < kBlock; ++i) w[i] = 0.0;
+    for (int64_t i = 0; i < kBlock; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) acc[l] += w[i + l];
+  }
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+struct Ladder {
+  uint32_t thr[kLadder];
+  Ladder(float z_max, uint32_t kmin) {
+    for (int j = 0; j < kLadder; ++j)
+      thr[j] = std::max(kmin, contract::order_key(z_max - kLadderDelta[j]));
+  }
+};
+
+// Tightest ladder threshold that at least k tokens clear, or kmin if none:
+// counts are monotone along the ladder, so a binary search needs 4 passes.
+uint32_t top_k_threshold(const uint32_t* key, int64_t n, const Ladder& lad, int64_t k,
+                         uint32_t kmin) {
+  int lo = 0, hi = kLadder;  // answer in [lo, hi]; hi means "none"
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (count_at_least(key, n, lad.thr[mid]) >= k) hi = mid;
+    else lo = mid + 1;
+  }
+  return hi < kLadder ? lad.thr[hi] : kmin;
+}
+
+// mass[j]: mass of the tokens with key >= thr[j]; returns the mass of all with
+// key >= kmin.  Each token's level (how many thresholds it clears) is counted
+// branch-free, then its weight goes to that level's bin (four interleaved
+// copies, so consecutive adds do not wait on each other).
+double ladder_masses(const uint32_t* key, int64_t n, const Ladder& lad, uint32_t kmin, float z_max,
+                     double* mass) {
+  double w[kBlock];
+  uint32_t level[kBlock];
+  double bins[kLanes][kLadder + 1] = {};
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(n - b, kBlock);
+    weights(key + b, len, kmin, z_max, w);
+    for (int64_t i = 0; i < len; ++i) level[i] = 0;
+    for (int j = 0; j < kLadder; ++j) {
+      const uint32_t t = lad.thr[j];
+      for (int64_t i = 0; i < len; ++i) level[i] += key[b + i] >= t;
+    }
+    for (int64_t i = 0; i < len; ++i) bins[i & (kLanes - 1)][level[i]] += w[i];
+  }
+  double total = 0.0, above = 0.0;
+  for (int lv = kLadder; lv >= 0; --lv) {
+    const double m = (bins[0][lv] + bins[1][lv]) + (bins[2][lv] + bins[3][lv]);
+    total += m;
+    // thr[j] is cleared by every token of level >= kLadder - j.
+    if (lv > 0) mass[kLadder - lv] = above += m;
+  }
+  return total;
+}
+
+int64_t gather(const uint32_t* key, int64_t n, uint32_t thr, uint64_t* cand) {
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    cand[m] = pack_key(key[i], (uint32_t)i);
+    m += key[i] >= thr;
+  }
+  return m;
+}
+
+// Every survivor races.  The bound only skips work: a token below it scores
+// strictly less than the best so far, so the winner is the plain argmax.
+RowResult race_all(const uint32_t* key, int64_t vocab, const RowParams& p, const RowScan& sc,
+                   uint32_t kmin, bool want_logprob) {
   RaceBest best;
-  // Seeding with the argmax makes the bound bite from the first token on.
   best.offer(contract::race_score(sc.z_max, p.seed, p.offset, (uint32_t)sc.i_max),
              (uint32_t)sc.i_max, sc.z_max);
-  int64_t kept = 0;
-  double mass = 0.0;
-  for (int64_t g = 0; g < vocab; g += 4) {
-    float z[4];
-    bool keep[4], race = false;
-    const int n = (int)std::min<int64_t>(4, vocab - g);
-    for (int j = 0; j < n; ++j) {
-      z[j] = contract::scale(x(g + j), p.temperature);
-      keep[j] = survives(z[j], sc.z_max, ln_minp);
-      kept += keep[j];
-      if (want_logprob && keep[j]) mass += exp_neg((double)z[j] - (double)sc.z_max);
-      keep[j] = keep[j] && best.beats_bound(z[j]);
-      race = race || keep[j];
+  auto bound_key = [&] {
+    return lowest_passing_key(kmin, sc.k_max, [&](float z) { return best.beats_bound(z); });
+  };
+  uint32_t thr = bound_key();
+  constexpr int64_t kGroupsPerBatch = 256;
+  uint32_t groups[kGroupsPerBatch];
+  float score[kGroupsPerBatch * 4];
+  const int64_t n_groups = (vocab + 3) / 4;
+  for (int64_t g0 = 0; g0 < n_groups; g0 += kGroupsPerBatch) {
+    const int64_t g1 = std::min(n_groups, g0 + kGroupsPerBatch);
+    int n = 0;
+    for (int64_t g = g0; g < g1; ++g) {
+      const uint32_t* k = key + 4 * g;  // the key array is zero-padded to whole groups
+      const uint32_t m = std::max(std::max(k[0], k[1]), std::max(k[2], k[3]));
+      groups[n] = (uint32_t)g;
+      n += m >= thr;
     }
-    if (!race) continue;
-    const contract::Philox4 bits = contract::philox_block(p.seed, p.offset, (uint32_t)(g >> 2));
+    if (n == 0) continue;
+    for (int j = 0; j < n; ++j) {
+      const uint32_t g = groups[j];
+      const contract::Philox4 bits = contract::philox_block(p.seed, p.offset, g);
+      for (int l = 0; l < 4; ++l)
+        score[4 * j + l] =
+            contract::race_score_from_bits(contract::key_to_float(key[4 * g + l]), bits.v[l]);
+    }
+    const float before = best.score;
     for (int j = 0; j < n; ++j)
-      if (keep[j])
-        best.offer(contract::race_score_from_bits(z[j], bits.v[j]), (uint32_t)(g + j), z[j]);
+      for (int l = 0; l < 4; ++l) {
+        const uint32_t i = 4 * groups[j] + l;
+        if (key[i] >= kmin) best.offer(score[4 * j + l], i, contract::key_to_float(key[i]));
+      }
+    if (best.score != before) thr = bound_key();
   }
   RowResult r;
   r.token = (int32_t)best.index;
-  r.kept = (int32_t)kept;
-  r.logprob = want_logprob ? logprob_of(best.z, sc.z_max, mass) : 0.0f;
+  r.kept = (int32_t)count_at_least(key, vocab, kmin);
+  r.logprob = want_logprob ? logprob_of(best.z, sc.z_max, mass_at_least(key, vocab, kmin, sc.z_max))
+                           : 0.0f;
   return r;
 }
 
 // Sorts cand[0, n) in the order just far enough that the first m tokens, the
 // smallest m with prefix mass >= target, are in order.  Returns m, or 0 when the
 // whole range falls short; *prefix receives the mass of the first m (or all n).
-inline int64_t top_p_head(uint64_t* cand, int64_t n, float z_max, double target, double* prefix) {
+int64_t top_p_head(uint64_t* cand, int64_t n, float z_max, double target, double* prefix) {
   const auto desc = std::greater<uint64_t>();
   double c = 0.0;
   int64_t done = 0, head = 64;
@@ -94,63 +193,40 @@ inline int64_t top_p_head(uint64_t* cand, int64_t n, float z_max, double target,
 template <class Load>
 RowResult select_row(const Load& x, int64_t vocab, const RowParams& p, const Scratch& s,
                      bool want_logprob) {
-  if (contract::is_greedy_temperature(p.temperature)) return greedy_row(x, vocab);
-  const RowScan sc = scan_row(x, vocab, p.temperature);
+  if (contract::is_greedy_temperature(p.temperature))
+    return greedy_result(scan_keys<false>(x, vocab, p.temperature, s.key));
+  const RowScan sc = scan_keys<true>(x, vocab, p.temperature, s.key);
   if (sc.status != RowStatus::kOk) {
     RowResult r;
     r.status = sc.status;
     return r;
   }
-  const float ln_minp = contract::ln_min_p(p.min_p);
+  const uint32_t kmin = min_p_key(p.min_p, sc.z_max, sc.k_max);
   const bool use_k = p.top_k > 0 && (int64_t)p.top_k < vocab;
   const bool use_p = p.top_p < 1.0f;
-  if (!use_k && !use_p) return race_all(x, vocab, p, sc, ln_minp, want_logprob);
+  if (!use_k && !use_p) return race_all(s.key, vocab, p, sc, kmin, want_logprob);
 
-  // Histogram of the min-p survivors.
-  const bool want_mass = use_p && !use_k;
-  std::memset(s.bin_count, 0, kNumBins * sizeof(uint32_t));
-  if (want_mass) std::memset(s.bin_mass, 0, kNumBins * sizeof(double));
-  for (int64_t i = 0; i < vocab; ++i) {
-    const float z = contract::scale(x(i), p.temperature);
-    if (!survives(z, sc.z_max, ln_minp)) continue;
-    const int b = bin_of(z, sc.z_max);
-    ++s.bin_count[b];
-    if (want_mass) s.bin_mass[b] += exp_neg((double)z - (double)sc.z_max);
-  }
-  int last = kNumBins - 1;
-  while (last > 0 && s.bin_count[last] == 0) --last;
-  int lim = last;
+  const Ladder lad(sc.z_max, kmin);
+  uint32_t thr = kmin;
+  double tail_mass = 0.0;  // top-p only: mass of the survivors below thr
   if (use_k) {
-    int64_t cum = 0;
-    for (int b = 0; b <= last; ++b) {
-      cum += s.bin_count[b];
-      if (cum >= p.top_k) {
-        lim = b;
-        break;
-      }
-    }
+    thr = top_k_threshold(s.key, vocab, lad, p.top_k, kmin);
   } else {
-    double total = 0.0, cum = 0.0;
-    for (int b = 0; b <= last; ++b) total += s.bin_mass[b];
+    double mass[kLadder];
+    const double total = ladder_masses(s.key, vocab, lad, kmin, sc.z_max, mass);
     // A little above p * W, so that the gathered set holds the boundary token.
     const double goal = (double)p.top_p * total * (1.0 + 1e-4);
-    for (int b = 0; b <= last; ++b) {
-      cum += s.bin_mass[b];
-      if (cum >= goal) {
-        lim = b;
+    for (int j = 0; j < kLadder; ++j)
+      if (mass[j] >= goal) {
+        thr = lad.thr[j];
+        tail_mass = total - mass[j];
         break;
       }
-    }
   }
 
   for (;;) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < vocab; ++i) {
-      const float z = contract::scale(x(i), p.temperature);
-      if (survives(z, sc.z_max, ln_minp) && bin_of(z, sc.z_max) <= lim)
-        s.cand[n++] = pack(z, (uint32_t)i);
-    }
-    int64_t n_s = n;  // survivors of min-p and top-k, all gathered when use_k
+    const int64_t n = gather(s.key, vocab, thr, s.cand);
+    int64_t n_s = n;  // survivors of min-p and top-k; with top-k all are gathered
     if (use_k && n > p.top_k) {
       std::nth_element(s.cand, s.cand + p.top_k, s.cand + n, std::greater<uint64_t>());
       n_s = p.top_k;
@@ -164,29 +240,26 @@ RowResult select_row(const Load& x, int64_t vocab, const RowParams& p, const Scr
         double mass = 0.0;
         for (int64_t j = 0; j < n_s; ++j) mass += weight(packed_z(s.cand[j]), sc.z_max);
         r.logprob = logprob_of(best.z, sc.z_max, mass);
-      } else {
-        r.logprob = 0.0f;
       }
       return r;
     }
-    // W: exact over the gathered tokens, histogram masses for the bins beyond.
-    double w = 0.0;
+    // W: exact over the gathered tokens, plus the fast-exp mass of the rest.
+    double w = tail_mass;
     for (int64_t j = 0; j < n_s; ++j) w += weight(packed_z(s.cand[j]), sc.z_max);
-    if (!use_k)
-      for (int b = lim + 1; b <= last; ++b) w += s.bin_mass[b];
     double kept_mass = 0.0;
     int64_t m = top_p_head(s.cand, n_s, sc.z_max, (double)p.top_p * w, &kept_mass);
     if (m == 0) {
-      if (!use_k && lim < last) {  // the estimate fell short: gather everything
-        lim = last;
+      if (thr != kmin && !use_k) {  // the estimate fell short: gather everything
+        thr = kmin;
+        tail_mass = 0.0;
         continue;
       }
-      m = n_s;  // all of S: p * W rounds above W's own in-order sum
+      m = n_s;  // all of S: p * W rounded above W's own in-order sum
     }
     const RaceBest best = race_packed(s.cand, m, p.seed, p.offset, true);
     r.token = (int32_t)best.index;
     r.kept = (int32_t)m;
-    r.logprob = want_logprob ? logprob_of(best.z, sc.z_max, kept_mass) : 0.0f;
+    if (want_logprob) r.logprob = logprob_of(best.z, sc.z_max, kept_mass);
     return r;
   }
 }

@@ -13,18 +13,17 @@ namespace tokensift::detail::cpu {
 template <class Load>
 RowResult sort_row(const Load& x, int64_t vocab, const RowParams& p, const Scratch& s,
                    bool want_logprob) {
-  if (contract::is_greedy_temperature(p.temperature)) return greedy_row(x, vocab);
-  const RowScan sc = scan_row(x, vocab, p.temperature);
+  if (contract::is_greedy_temperature(p.temperature))
+    return greedy_result(scan_keys<false>(x, vocab, p.temperature, s.key));
+  const RowScan sc = scan_keys<true>(x, vocab, p.temperature, s.key);
   if (sc.status != RowStatus::kOk) {
     RowResult r;
     r.status = sc.status;
     return r;
   }
   int64_t n = 0;
-  for (int64_t i = 0; i < vocab; ++i) {
-    const float z = contract::scale(x(i), p.temperature);
-    if (z > -std::numeric_limits<float>::infinity()) s.cand[n++] = pack(z, (uint32_t)i);
-  }
+  for (int64_t i = 0; i < vocab; ++i)
+    if (s.key[i] > kKeyNegInf) s.cand[n++] = pack_key(s.key[i], (uint32_t)i);
   std::sort(s.cand, s.cand + n, std::greater<uint64_t>());
 
   const float ln_minp = contract::ln_min_p(p.min_p);
