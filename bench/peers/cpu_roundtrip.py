@@ -47,9 +47,12 @@ class NumpySampler:
         self.rng = np.random.default_rng(0)
 
     def __call__(self, host, dtype, cell):
-        x = host.numpy()
-        if dtype == "bf16":
-            x = widen_bf16(x.view(np.uint16))
+        if dtype == "bf16":  # NumPy has no bfloat16: widen the bits
+            import torch
+
+            x = widen_bf16(host.view(torch.int16).numpy().view(np.uint16))
+        else:
+            x = host.numpy()
         return numpy_sample(x, cell.temperature, cell.top_k, cell.top_p, cell.min_p, self.rng)
 
 
@@ -79,24 +82,27 @@ class TokensiftCpuSampler:
 def roundtrip(torch, sampler, cell, reps, max_s):
     """Median µs of each part: d2h (copy + sync), cpu (sampling), h2d (tokens
     back + sync), and of their sum."""
+    from timing import on_gpu, sync
+
     x = cell.bufs[0]
-    host = torch.empty(x.shape, dtype=x.dtype, pin_memory=True)
-    tok_host = torch.empty(cell.batch, dtype=torch.int32, pin_memory=True)
-    tok_dev = torch.empty(cell.batch, dtype=torch.int32, device="cuda")
+    pin = on_gpu(torch)  # False only in a CPU dry run of the harness
+    host = torch.empty(x.shape, dtype=x.dtype, pin_memory=pin)
+    tok_host = torch.empty(cell.batch, dtype=torch.int32, pin_memory=pin)
+    tok_dev = torch.empty(cell.batch, dtype=torch.int32, device=x.device)
     parts = {"d2h": [], "cpu": [], "h2d": [], "total": []}
     t_end = time.perf_counter() + max_s
     for i in range(reps):
         src = cell.bufs[i % len(cell.bufs)]
-        torch.cuda.synchronize()
+        sync(torch)
         t0 = time.perf_counter()
         host.copy_(src, non_blocking=True)
-        torch.cuda.synchronize()
+        sync(torch)
         t1 = time.perf_counter()
         tokens = sampler(host, cell.dtype, cell)
         t2 = time.perf_counter()
         tok_host.numpy()[:] = tokens
         tok_dev.copy_(tok_host, non_blocking=True)
-        torch.cuda.synchronize()
+        sync(torch)
         t3 = time.perf_counter()
         for key, v in (("d2h", t1 - t0), ("cpu", t2 - t1), ("h2d", t3 - t2), ("total", t3 - t0)):
             parts[key].append(v * 1e6)

@@ -14,6 +14,7 @@ from typing import Callable, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+DEVICE = "cuda"  # "cpu" for a dry run of the harness without a GPU (torch peers only)
 
 
 class NotApplicable(Exception):
@@ -72,11 +73,24 @@ def _race(torch, probs):
 
 
 # ------------------------------------------------------------ tokensift --
-class TokensiftGpu:
-    """tokensift's CUDA backend through the C ABI (ctypes)."""
+def tokensift_package():
+    """The tokensift Python package when importable with a usable CUDA backend, else None."""
+    try:
+        import tokensift
 
-    def __init__(self, algo):
+        return tokensift if hasattr(tokensift, "sample") and tokensift.cuda_available() else None
+    except Exception:  # noqa: BLE001 - not installed / not built: use the C ABI
+        return None
+
+
+class TokensiftGpu:
+    """tokensift's CUDA backend: through the Python package (via="package"),
+    or the C ABI through ctypes (via="ctypes", which also reads kept counts
+    for the correctness check in either case)."""
+
+    def __init__(self, algo, via="ctypes"):
         self.algo = algo
+        self.via = via
         self.impl = f"tokensift-{algo}"
         self._lib = None
 
@@ -92,15 +106,40 @@ class TokensiftGpu:
         return self._lib
 
     def prepare(self, cell: Cell, seeds=None):
+        r = self._prepare_ctypes(cell, seeds) if self.via == "ctypes" else None
+        if self.via == "package":
+            r = self._prepare_package(cell, seeds)
+            try:
+                r.kept = self._prepare_ctypes(cell, seeds).kept
+            except Exception:  # noqa: BLE001 - no library beside the package: no kept counts
+                r.kept = None
+        return r
+
+    def _prepare_package(self, cell: Cell, seeds):
+        torch = _torch()
+        ts = tokensift_package()
+        tokens = torch.empty(cell.batch, dtype=torch.int32, device=DEVICE)
+        seed = seeds if seeds is not None else 20261129
+        kw = dict(temperature=cell.temperature, top_k=cell.top_k, top_p=cell.top_p, min_p=cell.min_p,
+                  seed=seed, offset=0, out=tokens, algo=self.algo)
+        try:
+            ws = ts.workspace_size(cell.batch, cell.vocab, "float32" if cell.dtype == "fp32" else "bfloat16",
+                                   device=cell.bufs[0].device, algo=self.algo)
+        except Exception:  # noqa: BLE001 - informational only
+            ws = 0
+        return Runner(run=lambda i: ts.sample(cell.bufs[i], **kw), workspace_bytes=ws,
+                      note="Python package")
+
+    def _prepare_ctypes(self, cell: Cell, seeds):
         torch = _torch()
         lib = self.lib()
         s = self.tc.Sampler(lib, self.tc.BACKEND_CUDA, self.algo)
         ws_bytes = s.workspace_size(cell.batch, cell.vocab, cell.dtype)
-        ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device="cuda")
+        ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=DEVICE)
         s.workspace_init(ws.data_ptr(), ws_bytes, torch.cuda.current_stream().cuda_stream)
-        tokens = torch.empty(cell.batch, dtype=torch.int32, device="cuda")
-        kept = torch.empty(cell.batch, dtype=torch.int32, device="cuda")
-        status = torch.empty(cell.batch, dtype=torch.int32, device="cuda")
+        tokens = torch.empty(cell.batch, dtype=torch.int32, device=DEVICE)
+        kept = torch.empty(cell.batch, dtype=torch.int32, device=DEVICE)
+        status = torch.empty(cell.batch, dtype=torch.int32, device=DEVICE)
         s.set_params(cell.temperature, cell.top_k, cell.top_p, cell.min_p, seed=20261129, offset=0,
                      seed_per_row=seeds.data_ptr() if seeds is not None else 0)
 
@@ -155,8 +194,8 @@ class FlashInfer:
         # Seed/offset as device tensors keep the calls capturable; the
         # frequency test (seeds given) draws from the default generator instead.
         rng = {} if seeds is not None else dict(
-            seed=torch.tensor([20261129], dtype=torch.int64, device="cuda"),
-            offset=torch.tensor([0], dtype=torch.int64, device="cuda"))
+            seed=torch.tensor([20261129], dtype=torch.int64, device=DEVICE),
+            offset=torch.tensor([0], dtype=torch.int64, device=DEVICE))
         if self.path in ("top_k_first", "joint"):
             if not (cell.k_on or cell.p_on):
                 raise NotApplicable("no top-k/top-p in this case")
@@ -246,8 +285,8 @@ class Qrita:
         if not (cell.k_on or cell.p_on) or cell.min_p > 0:
             raise NotApplicable("Qrita masks top-k/top-p only")
         b = cell.batch
-        k = torch.full((b,), cell.top_k, dtype=torch.int32, device="cuda") if cell.k_on else None
-        p = torch.full((b,), cell.top_p, dtype=torch.float32, device="cuda") if cell.p_on else None
+        k = torch.full((b,), cell.top_k, dtype=torch.int32, device=DEVICE) if cell.k_on else None
+        p = torch.full((b,), cell.top_p, dtype=torch.float32, device=DEVICE) if cell.p_on else None
         topp_only = cell.p_on and not cell.k_on
 
         def masked(x):
@@ -348,7 +387,7 @@ class TorchArgmax:
                       note="greedy lower reference, timed once per shape")
 
 
-def all_gpu_impls(algos=("pivot", "sort", "auto")):
-    return ([TokensiftGpu(a) for a in algos]
+def all_gpu_impls(algos=("pivot", "sort", "auto"), tokensift_via="ctypes"):
+    return ([TokensiftGpu(a, tokensift_via) for a in algos]
             + [FlashInfer("top_k_first"), FlashInfer("joint"), FlashInfer("probs"),
                Qrita(), TorchSort(), TorchTopk()])

@@ -47,12 +47,14 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="V 129280 only, B 1/64/1024, no second inputs table")
     ap.add_argument("--budget-s", type=float, default=420.0, help="wall-clock budget of the whole run")
-    ap.add_argument("--measure-s", type=float, default=0.25, help="time spent per measurement (about)")
+    ap.add_argument("--measure-s", type=float, default=0.15, help="time spent per measurement (about)")
     ap.add_argument("--vocabs", type=int, nargs="+", default=list(VOCABS))
     ap.add_argument("--batches", type=int, nargs="+", default=list(BATCHES))
     ap.add_argument("--cases", nargs="+", default=list(ref.CASES))
     ap.add_argument("--dtypes", nargs="+", default=list(DTYPES))
     ap.add_argument("--algos", nargs="+", default=["pivot", "sort", "auto"])
+    ap.add_argument("--tokensift-via", choices=("auto", "package", "ctypes"), default="auto",
+                    help="auto: the Python package when importable, else the C ABI via ctypes")
     ap.add_argument("--skip", nargs="*", default=[], help="impl names (or prefixes) to leave out")
     ap.add_argument("--draws", type=int, default=1 << 20, help="frequency test draws per row")
     ap.add_argument("--freq-vocab", type=int, default=1000)
@@ -60,6 +62,8 @@ def parse_args(argv=None):
     ap.add_argument("--cpu-batches", type=int, nargs="+", default=[1, 4, 16, 64])
     ap.add_argument("--out", default=None)
     ap.add_argument("--tag", default=None, help="file name tag (default: gpu name)")
+    ap.add_argument("--dry-run-cpu", action="store_true",
+                    help="exercise the harness on the CPU (torch peers, wall clock; numbers mean nothing)")
     args = ap.parse_args(argv)
     if args.quick:
         args.vocabs = args.vocabs[:1]
@@ -115,20 +119,28 @@ class Bench:
         import timing
 
         self.impls_mod, self.timing = impls, timing
-        self.impls = [i for i in impls.all_gpu_impls(tuple(args.algos))
+        via = args.tokensift_via
+        if via == "auto":
+            via = "package" if impls.tokensift_package() is not None else "ctypes"
+        self.impls = [i for i in impls.all_gpu_impls(tuple(args.algos), via)
                       if not any(i.impl.startswith(s) for s in args.skip)]
         self.argmax = impls.TorchArgmax()
-        props = torch.cuda.get_device_properties(0)
+        if args.dry_run_cpu:
+            impls.DEVICE = "cpu"
+        self.device = impls.DEVICE
+        gpu = torch.cuda.is_available() and self.device == "cuda"
+        props = torch.cuda.get_device_properties(0) if gpu else None
         self.result = {
-            "gpu": props.name,
+            "gpu": props.name if gpu else "cpu (dry run)",
             "commit": git_commit(),
             "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
             "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "host": platform.node(),
             "torch": torch.__version__,
             "cuda": torch.version.cuda,
-            "sm_count": props.multi_processor_count,
+            "sm_count": props.multi_processor_count if gpu else 0,
             "copy_bandwidth_GBps": None,
+            "tokensift_via": via,
             "method": ("median per call; 'us_graph' = CUDA-graph replay of one call per rotated input "
                        f"buffer (buffers together > {timing.ROTATION_BYTES / 1e6:.0f} MB, > 2x L2), "
                        "'us_eager' = single calls timed with CUDA events on the same rotation; "
@@ -145,7 +157,7 @@ class Bench:
             "skipped": [],
             "errors": [],
         }
-        self.gen = torch.Generator(device="cuda")
+        self.gen = torch.Generator(device=self.device)
         self.gen.manual_seed(20261129)
 
     # -------------------------------------------------------------- helpers --
@@ -154,7 +166,7 @@ class Bench:
         t, k, p, mp = ref.CASES[case]
         bufs = []
         for _ in range(nbuf):
-            x = ref.make_logits_torch(self.gen, batch, vocab, kind, "cuda")
+            x = ref.make_logits_torch(self.gen, batch, vocab, kind, self.device)
             bufs.append(x.to(torch.bfloat16) if dtype == "bf16" else x)
         return self.impls_mod.Cell(dtype, vocab, batch, case, t, k, p, mp, bufs)
 
@@ -175,7 +187,8 @@ class Bench:
 
     # ------------------------------------------------------------ sections --
     def bandwidth(self):
-        bw = self.timing.copy_bandwidth(self.torch)
+        big = self.device == "cuda"
+        bw = self.timing.copy_bandwidth(self.torch, nbytes=2 * 2**30 if big else 2**26, device=self.device)
         self.result["copy_bandwidth_GBps"] = round(bw, 1)
         log(f"copy bandwidth {bw:.0f} GB/s (read + write)")
 
@@ -187,7 +200,7 @@ class Bench:
                 t0 = time.time()
                 r = impl.prepare(probe)
                 r.run(0)
-                torch.cuda.synchronize()
+                self.timing.sync(torch)
                 self.result["peers"][impl.impl] = {"ok": True, "first_call_s": round(time.time() - t0, 1),
                                                    "note": r.note}
             except Exception as e:  # noqa: BLE001
@@ -268,14 +281,14 @@ class Bench:
             for ri, x in enumerate(rows):
                 exact = ref.exact_distribution(x, *ref.CASES[case])
                 floor_mean, floor_p99 = ref.tvd_noise_floor(exact, draws, trials=32, seed=ri)
-                dev = torch.from_numpy(np.ascontiguousarray(np.broadcast_to(x, (chunk, vocab)))).cuda()
+                dev = torch.from_numpy(np.ascontiguousarray(np.broadcast_to(x, (chunk, vocab)))).to(self.device)
                 for impl in self.impls:
                     if self.clock.left("frequency") < 0:
                         self.result["skipped"].append(f"frequency {impl.impl} {case} row{ri}")
                         continue
                     where = f"frequency {impl.impl} {case} row{ri}"
                     t, k, p, mp = ref.CASES[case]
-                    seeds = torch.empty(chunk, dtype=torch.int64, device="cuda")
+                    seeds = torch.empty(chunk, dtype=torch.int64, device=self.device)
                     cell = self.impls_mod.Cell("fp32", vocab, chunk, case, t, k, p, mp, [dev])
                     try:
                         r = impl.prepare(cell, seeds=seeds)
@@ -285,12 +298,12 @@ class Bench:
                         self.error(where, e)
                         continue
                     try:
-                        counts = torch.zeros(vocab, dtype=torch.int64, device="cuda")
+                        counts = torch.zeros(vocab, dtype=torch.int64, device=self.device)
                         done = 0
                         while done < draws:
                             # Distinct per-row seeds per chunk (tokensift's draw depends on
                             # the row's seed, not its position); the others use their RNG.
-                            torch.arange(done, done + chunk, device="cuda", out=seeds)
+                            torch.arange(done, done + chunk, device=self.device, out=seeds)
                             seeds.add_(ri << 40)
                             tok = r.run(0).to(torch.int64)
                             counts += torch.bincount(tok.clamp(0, vocab - 1), minlength=vocab)
@@ -382,23 +395,35 @@ class Bench:
                                                           short_error(e)))
             del r
 
+    def grid_plan(self):
+        """(vocab, cases) passes: the first vocab completely, then the anchors'
+        cases on the other vocabs, then their remaining cases; so a time box
+        that runs out cuts the least important cells."""
+        a = self.args
+        first, rest = a.vocabs[:1], a.vocabs[1:]
+        main_cases = [c for c in a.cases if c in ("k50_p0.9", "p0.9", "k50")]
+        other_cases = [c for c in a.cases if c not in main_cases]
+        plan = [(v, list(a.cases)) for v in first]
+        plan += [(v, main_cases) for v in rest if main_cases]
+        plan += [(v, other_cases) for v in rest if other_cases]
+        return plan
+
     def grid(self):
         a = self.args
-        for vocab in a.vocabs:
+        for vocab, cases in self.grid_plan():
             for dtype in a.dtypes:
                 for b in a.batches:
                     if self.clock.left("grid") < 0:
-                        self.result["skipped"].append(f"grid {dtype} V={vocab} B={b} (all cases)")
+                        self.result["skipped"].append(f"grid {dtype} V={vocab} B={b} {','.join(cases)}")
                         continue
                     nbuf = self.timing.rotation_count(b * vocab * ELEM_BYTES[dtype])
                     base = self.cell(dtype, vocab, b, "plain", nbuf)
-                    for case in a.cases:
-                        cell = self.with_case(base, case)
-                        self.measure_cell(cell, "grid")
-                        if case == "greedy" or (case == a.cases[-1] and "greedy" not in a.cases):
+                    for case in cases:
+                        if case == "greedy":
                             self.measure_cell(self.with_case(base, "greedy"), "grid", impls=[self.argmax])
+                        self.measure_cell(self.with_case(base, case), "grid")
                     del base
-                    log(f"grid {dtype} V={vocab} B={b} done, {self.clock.elapsed():.0f} s")
+                    log(f"grid {dtype} V={vocab} B={b} {','.join(cases)} done, {self.clock.elapsed():.0f} s")
 
     def other_inputs(self):
         if self.args.quick:
@@ -427,7 +452,8 @@ class Bench:
             except Exception as e:  # noqa: BLE001
                 self.error(name, e)
                 traceback.print_exc()
-            self.torch.cuda.empty_cache()
+            if self.device == "cuda":
+                self.torch.cuda.empty_cache()
         self.result["elapsed_s"] = round(self.clock.elapsed(), 1)
         return self.result
 

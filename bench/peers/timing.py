@@ -19,17 +19,39 @@ def rotation_count(bytes_per_input: int) -> int:
     return max(2, min(MAX_BUFFERS, math.ceil(ROTATION_BYTES / max(1, bytes_per_input))))
 
 
+def on_gpu(torch):
+    return torch.cuda.is_available()
+
+
+def sync(torch):
+    if on_gpu(torch):
+        torch.cuda.synchronize()
+
+
+class _WallEvent:
+    """CPU dry runs (no GPU): an event that reads the wall clock."""
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
 def _events(torch, n):
+    if not on_gpu(torch):
+        return [(_WallEvent(), _WallEvent()) for _ in range(n)]
     return [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             for _ in range(n)]
 
 
 def time_eager(torch, fn, n_buf, max_s):
     """Median µs of single calls; returns (median_us, calls)."""
-    torch.cuda.synchronize()
+    fn(0)  # first call: compilation, caches
+    sync(torch)
     t0 = time.perf_counter()
-    fn(0)
-    torch.cuda.synchronize()
+    fn(1 % n_buf)
+    sync(torch)
     est = max(time.perf_counter() - t0, 1e-6)
     calls = int(min(50, max(3, 0.5 * max_s / est)))
     ev = _events(torch, calls)
@@ -37,12 +59,14 @@ def time_eager(torch, fn, n_buf, max_s):
         a.record()
         fn(i % n_buf)
         b.record()
-    torch.cuda.synchronize()
+    sync(torch)
     return statistics.median(a.elapsed_time(b) for a, b in ev) * 1e3, calls
 
 
 def time_graph(torch, fn, n_buf, max_s, est_us):
     """Median µs per call over graph replays; raises if capture fails."""
+    if not on_gpu(torch):
+        raise RuntimeError("CUDA graphs need a GPU")
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm-up off the default stream, as torch asks
@@ -80,23 +104,23 @@ def measure(torch, fn, n_buf, max_s, graph=True):
             out["us_graph"], _ = time_graph(torch, fn, n_buf, 0.6 * max_s, us_eager)
             out["timing"] = "graph"
         except Exception as e:  # noqa: BLE001 - capture refused: eager it is
-            torch.cuda.synchronize()
+            sync(torch)
             out["graph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     return out
 
 
-def copy_bandwidth(torch, nbytes=2 * 2**30, reps=10):
+def copy_bandwidth(torch, nbytes=2 * 2**30, reps=10, device="cuda"):
     """Device-to-device copy bandwidth in GB/s, bytes read + written."""
-    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
     dst.copy_(src)
-    torch.cuda.synchronize()
+    sync(torch)
     ev = _events(torch, reps)
     for a, b in ev:
         a.record()
         dst.copy_(src)
         b.record()
-    torch.cuda.synchronize()
+    sync(torch)
     ms = statistics.median(a.elapsed_time(b) for a, b in ev)
     del src, dst
     return 2 * nbytes / (ms * 1e-3) / 1e9
