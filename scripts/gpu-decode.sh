@@ -44,12 +44,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"
 rc=0
 echo "== check: ds4 (CPU sampler) == eager == graphed, mixed per-row params, device stop conditions"
 timeout 120 "$BIN" --device gpu --check --batch 1,8,64 --steps 24 --hidden 1024 --layers 2 \
-  --params mixed --eos-bias 10 --max-tokens-spread 8 --graph-steps 4 --modes ds4,eager,graphed \
+  --params mixed --eos-bias 8 --max-tokens-spread 8 --graph-steps 4 --modes ds4,eager,graphed \
   2>&1 | tee "$OUT/decode-check.log"
 r=${PIPESTATUS[0]}; [ "$r" -ne 0 ] && rc=$r
 echo "== check: bf16 logits, a ring smaller than the run (host back-pressure), a tail graph"
 timeout 120 "$BIN" --device gpu --check --batch 8,64 --steps 16 --hidden 1024 --layers 2 \
-  --params mixed --eos-bias 10 --max-tokens-spread 5 --logits bf16 --ring-slots 6 --graph-steps 3 \
+  --params mixed --eos-bias 8 --max-tokens-spread 5 --logits bf16 --ring-slots 6 --graph-steps 3 \
   --modes ds4,eager,graphed 2>&1 | tee -a "$OUT/decode-check.log"
 r=${PIPESTATUS[0]}; [ "$r" -ne 0 ] && rc=$r
 
