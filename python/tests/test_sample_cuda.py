@@ -84,6 +84,7 @@ def test_runs_on_the_callers_stream(torch_cuda):
     s = torch.cuda.Stream()
     x = torch.zeros(4, 1000, device="cuda")
     x[:, 123] = 100.0
+    s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         torch.cuda._sleep(200_000_000)  # ~0.1 s of spinning on s
         x[:, 123] = -100.0
@@ -97,11 +98,14 @@ def test_no_synchronization_in_the_python_layer(torch_cuda, x):
     torch = torch_cuda
     seeds = torch.arange(32, device="cuda")
     k = torch.full((32,), 40, device="cuda")  # int64: converted on the device
+    top_p = torch.full((32,), 0.9, device="cuda")
+    temperature = torch.full((), 0.7, device="cuda")  # 0-d: broadcast on the device, no .item()
     ts.sample(x, seed=seeds, top_k=k)  # warm caches
+    torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
-        ts.sample(x, seed=seeds, top_k=k, top_p=torch.full((32,), 0.9, device="cuda"),
-                  temperature=torch.tensor(0.7, device="cuda"), return_logprobs=True, return_status=True)
+        ts.sample(x, seed=seeds, top_k=k, top_p=top_p, temperature=temperature,
+                  return_logprobs=True, return_status=True)
     finally:
         torch.cuda.set_sync_debug_mode("default")
 

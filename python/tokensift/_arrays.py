@@ -151,3 +151,24 @@ def kit_of_or_none(x: Any) -> Optional[str]:
         return kit_of(x)
     except TypeError:
         return None
+
+
+def export(x: Any, kit: str) -> Any:
+    """What to hand to the extension for array `x`.
+
+    CUDA arrays go as DLPack capsules made with ``stream=-1``: without it,
+    torch and CuPy assume the consumer runs on the legacy default stream and
+    make that stream wait on their current one, an extra dependency that also
+    breaks CUDA-graph capture on a side stream.  tokensift runs on the stream
+    it is given (the current one by default), so no producer-side ordering is
+    needed; with an explicit ``stream=``, ordering the inputs before it is the
+    caller's job, as for any CUDA library call.
+    """
+    if x is None or isinstance(x, (int, float)) or kit == "numpy":
+        return x
+    if not on_cuda(x, kit) or not hasattr(x, "__dlpack__"):
+        return x
+    try:
+        return x.__dlpack__(stream=-1)
+    except (TypeError, ValueError, BufferError):
+        return x

@@ -117,6 +117,8 @@ def sample(
         return jax.dlpack.from_dlpack(result)
 
     code = algo_code(algo)
+    if kit == "torch" and logits.requires_grad:
+        logits = logits.detach()  # DLPack cannot export a tensor that tracks gradients
     one_row = getattr(logits, "ndim", 2) == 1
     x = _arrays.add_row_axis(logits, kit) if one_row else logits
     dtype_override = -1
@@ -132,22 +134,25 @@ def sample(
     logprobs = _arrays.empty(rows, "float32", x, kit) if return_logprobs else None
     status = _arrays.empty(rows, "int32", x, kit) if return_status else None
 
+    def give(v: Any) -> Any:
+        return _arrays.export(v, kit)
+
     _ext.sample(
-        x,
+        give(x),
         dtype_override=dtype_override,
-        temperature=_arrays.row_param(temperature, "float32", rows, x, kit),
-        min_p=_arrays.row_param(min_p, "float32", rows, x, kit),
-        top_k=_arrays.row_param(top_k, "int32", rows, x, kit),
-        top_p=_arrays.row_param(top_p, "float32", rows, x, kit),
-        seed=_arrays.row_param(seed, "int64", rows, x, kit),
-        offset=_arrays.row_param(offset, "int64", rows, x, kit),
-        tokens=tokens,
-        row_status=status,
-        logprobs=logprobs,
+        temperature=give(_arrays.row_param(temperature, "float32", rows, x, kit)),
+        min_p=give(_arrays.row_param(min_p, "float32", rows, x, kit)),
+        top_k=give(_arrays.row_param(top_k, "int32", rows, x, kit)),
+        top_p=give(_arrays.row_param(top_p, "float32", rows, x, kit)),
+        seed=give(_arrays.row_param(seed, "int64", rows, x, kit)),
+        offset=give(_arrays.row_param(offset, "int64", rows, x, kit)),
+        tokens=give(tokens),
+        row_status=give(status),
+        logprobs=give(logprobs),
         kept_counts=None,
         algo=code,
         stream=_arrays.stream_handle(stream, x, kit),
-        workspace=workspace,
+        workspace=give(workspace),
     )
 
     if one_row:

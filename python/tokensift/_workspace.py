@@ -44,4 +44,5 @@ def init_workspace(workspace: Any, *, stream: Optional[Any] = None, algo: str = 
     the calls will run on; every call leaves it as it found it.
     """
     kit = _arrays.kit_of(workspace)
-    _ext.init_workspace(workspace, algo_code(algo), _arrays.stream_handle(stream, workspace, kit))
+    handle = _arrays.stream_handle(stream, workspace, kit)
+    _ext.init_workspace(_arrays.export(workspace, kit), algo_code(algo), handle)
