@@ -7,7 +7,8 @@
 #
 # 1. installs the carried wheels (.whl/: trimmed FlashInfer, apache-tvm-ffi)
 # 2. JIT-compiles FlashInfer's sampling and top-k modules in the background
-#    while 3. tokensift builds (preset h200, library only)
+#    while 3. tokensift builds (build/peers, sm_90a, library only; skipped
+#    when TOKENSIFT_LIB names a built libtokensift.so)
 # 4. runs bench/peers/run_peers.py, time-boxed to what is left of the limit
 # 5. plots; everything lands in $OUT (5 files: json, md, 2 png, log).
 # Arguments are passed to run_peers.py.  Env: PEERS_LIMIT_S (default 570),
@@ -44,17 +45,24 @@ export MAX_JOBS=8 FLASHINFER_DISABLE_VERSION_CHECK=1
 python3 bench/peers/flashinfer_loader.py sampling topk > /tmp/flashinfer-jit.log 2>&1 &
 jit_pid=$!
 
-echo "== building tokensift (preset h200) at $(elapsed) s"
-cmake --preset h200 -DTOKENSIFT_BUILD_TESTS=OFF -DTOKENSIFT_BUILD_BENCH=OFF \
-  -DTOKENSIFT_BUILD_EXAMPLES=OFF > /tmp/tokensift-cmake.log 2>&1 \
-  && cmake --build build/h200 -j 8 --target tokensift > /tmp/tokensift-build.log 2>&1
-build_rc=$?
-tail -n 5 /tmp/tokensift-build.log 2>/dev/null
-if [ $build_rc -ne 0 ]; then
-  echo "!! tokensift build failed (rc $build_rc): tokensift rows will be missing"
-  tail -n 40 /tmp/tokensift-cmake.log /tmp/tokensift-build.log 2>/dev/null
+# Own build folder (library only), so the options of build/h200 stay as the
+# lead's scripts set them; a library given in TOKENSIFT_LIB is used as is.
+if [ -n "${TOKENSIFT_LIB:-}" ] && [ -e "$TOKENSIFT_LIB" ]; then
+  echo "== using TOKENSIFT_LIB=$TOKENSIFT_LIB"
 else
-  export TOKENSIFT_LIB="$PWD/build/h200/src/libtokensift.so"
+  echo "== building tokensift (build/peers, sm_90a, library only) at $(elapsed) s"
+  cmake -S . -B build/peers -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DTOKENSIFT_BUILD_TESTS=OFF -DTOKENSIFT_BUILD_BENCH=OFF -DTOKENSIFT_BUILD_EXAMPLES=OFF \
+    > /tmp/tokensift-cmake.log 2>&1 \
+    && cmake --build build/peers -j 8 --target tokensift > /tmp/tokensift-build.log 2>&1
+  build_rc=$?
+  tail -n 3 /tmp/tokensift-build.log 2>/dev/null
+  if [ $build_rc -ne 0 ]; then
+    echo "!! tokensift build failed (rc $build_rc): tokensift rows will be missing"
+    tail -n 40 /tmp/tokensift-cmake.log /tmp/tokensift-build.log 2>/dev/null
+  else
+    export TOKENSIFT_LIB="$PWD/build/peers/src/libtokensift.so"
+  fi
 fi
 echo "== tokensift build done at $(elapsed) s"
 

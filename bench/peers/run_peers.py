@@ -356,11 +356,12 @@ class Bench:
 
     def record(self, impl, algo, cell, us_eager, us_graph, workspace_bytes=0, timing="", note="",
                kind="gauss_head", error=None):
+        floor = self.floor_us(cell.dtype, cell.vocab, cell.batch)
         rec = {"impl": impl, "algo": algo, "dtype": cell.dtype, "vocab": cell.vocab, "batch": cell.batch,
                "case": cell.case, "input": kind,
                "us_graph": None if us_graph is None else round(us_graph, 2),
                "us_eager": None if us_eager is None else round(us_eager, 2),
-               "floor_us": round(self.floor_us(cell.dtype, cell.vocab, cell.batch), 3),
+               "floor_us": None if floor is None else round(floor, 3),
                "workspace_bytes": int(workspace_bytes), "timing": timing, "note": note}
         if error:
             rec["error"] = error
