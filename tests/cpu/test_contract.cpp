@@ -1,0 +1,320 @@
+// Known answers for the portable arithmetic of include/tokensift/contract.h,
+// and hand-worked rows for the oracle (so the oracle itself is pinned to
+// docs/semantics.md before it judges any backend).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "generators.hpp"
+#include "oracle.hpp"
+#include "tokensift/contract.h"
+
+namespace ts = tokensift;
+namespace c = tokensift::contract;
+using ts::testing::OracleResult;
+using ts::testing::oracle_sample;
+using ts::testing::RowParams;
+using ts::testing::Rng;
+
+namespace {
+
+void expect_philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1,
+                   uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  const c::Philox4 r = c::philox4x32_10(c0, c1, c2, c3, k0, k1);
+  EXPECT_EQ(r.v[0], r0);
+  EXPECT_EQ(r.v[1], r1);
+  EXPECT_EQ(r.v[2], r2);
+  EXPECT_EQ(r.v[3], r3);
+}
+
+// Distance in units in the last place of `want` (rounded to float).
+double ulp_error_f32(float got, double want) {
+  const float w = (float)want;
+  if (w == 0.0f) return got == 0.0f ? 0.0 : 1e9;
+  int e;
+  std::frexp(std::fabs((double)w), &e);  // |w| in [2^(e-1), 2^e)
+  const double ulp = std::ldexp(1.0, e - 1 - 23);
+  return std::fabs((double)got - want) / ulp;
+}
+double ulp_error_f64(double got, long double want) {
+  if (want == 0.0L) return got == 0.0 ? 0.0 : 1e9;
+  int e;
+  std::frexp(std::fabs((double)want), &e);
+  const long double ulp = std::ldexp(1.0L, e - 1 - 52);
+  return (double)(std::fabs((long double)got - want) / ulp);
+}
+
+}  // namespace
+
+// Random123's known-answer vectors for Philox-4x32-10 (kat_vectors).
+TEST(ContractPhilox, KnownAnswers) {
+  expect_philox(0, 0, 0, 0, 0, 0, 0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u);
+  expect_philox(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu,
+                0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu);
+  expect_philox(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u,
+                0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u);
+}
+
+// docs/semantics.md: key = (seed lo, seed hi), counter = (i/4, off lo, off hi, 0), word i%4.
+TEST(ContractPhilox, TokenBitsLayout) {
+  Rng rng(11);
+  for (int t = 0; t < 1000; ++t) {
+    const uint64_t seed = rng.next(), offset = rng.next();
+    const uint32_t i = (uint32_t)rng.range(0, 300000);
+    const c::Philox4 block = c::philox4x32_10(i >> 2, (uint32_t)offset, (uint32_t)(offset >> 32), 0,
+                                              (uint32_t)seed, (uint32_t)(seed >> 32));
+    ASSERT_EQ(c::token_bits(seed, offset, i), block.v[i & 3]);
+  }
+}
+
+TEST(ContractLog, F32WithinTwoUlpOverAllExponents) {
+  // Every 251st positive normal float (about 8.5 million values, all 254
+  // exponents), plus a dense sweep around 1 where log(x) is tiny.
+  double worst = 0.0;
+  float worst_x = 0.0f;
+  auto check = [&](float x) {
+    const double err = ulp_error_f32(c::log_f32(x), std::log((double)x));
+    if (err > worst) {
+      worst = err;
+      worst_x = x;
+    }
+  };
+  for (uint32_t b = 0x00800000u; b < 0x7f800000u; b += 251) check(c::bits_float(b));
+  for (uint32_t b = 0x3f700000u; b < 0x3f880000u; b += 3) check(c::bits_float(b));
+  check(c::bits_float(0x7f7fffffu));
+  check(5.9604644775390625e-08f);  // 2^-24, the smallest U
+  EXPECT_LE(worst, 2.0) << "worst x = " << worst_x;
+  EXPECT_EQ(c::log_f32(1.0f), 0.0f);
+  std::printf("log_f32: worst error %.3f ulp at x = %.9g\n", worst, (double)worst_x);
+}
+
+TEST(ContractLog, F64WithinTwoUlp) {
+  Rng rng(5);
+  double worst = 0.0;
+  double worst_x = 0.0;
+  auto check = [&](double x) {
+    const double err = ulp_error_f64(c::log_f64(x), std::log((long double)x));
+    if (err > worst) {
+      worst = err;
+      worst_x = x;
+    }
+  };
+  for (int i = 0; i < 2000000; ++i) {
+    // Random normal doubles over all exponents, and values in (0, 1] as min_p takes.
+    const uint64_t bits = (rng.next() & 0x000fffffffffffffull) | ((uint64_t)rng.range(1, 2046) << 52);
+    check(c::bits_double(bits));
+    check(rng.uniform());
+  }
+  for (int i = -20000; i <= 20000; ++i) check(1.0 + i * 1e-9);
+  EXPECT_LE(worst, 2.0) << "worst x = " << worst_x;
+  std::printf("log_f64: worst error %.3f ulp at x = %.17g\n", worst, worst_x);
+}
+
+TEST(ContractUniform, RangeAndExactness) {
+  EXPECT_EQ(c::uniform_from_bits(0u), 5.9604644775390625e-08f);
+  EXPECT_EQ(c::uniform_from_bits(0xffffffffu), 1.0f - 5.9604644775390625e-08f);
+  Rng rng(3);
+  for (int i = 0; i < 1000000; ++i) {
+    const uint32_t r = (uint32_t)rng.next();
+    const float u = c::uniform_from_bits(r);
+    ASSERT_GT(u, 0.0f);
+    ASSERT_LT(u, 1.0f);
+    // u * 2^24 is the odd integer 2 * (r >> 9) + 1: exact, no rounding.
+    ASSERT_EQ((double)u * 16777216.0, (double)(2u * (r >> 9) + 1u));
+  }
+  // The extremes of the race boost: finite, and bounded by kMaxRaceBoost.
+  for (uint32_t r : {0u, 0x1ffu, 0x200u, 0xfffffe00u, 0xffffffffu}) {
+    const float s = c::race_score_from_bits(0.0f, r);
+    EXPECT_TRUE(std::isfinite(s));
+    EXPECT_LE(s, c::kMaxRaceBoost);
+  }
+  EXPECT_EQ(c::race_score_from_bits(0.0f, 0xffffffffu), c::kMaxRaceBoost);
+}
+
+TEST(ContractOrder, KeyIsMonotoneAndFoldsSignedZero) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(c::order_key(-0.0f), c::order_key(0.0f));
+  EXPECT_LT(c::order_key(-inf), c::order_key(-std::numeric_limits<float>::max()));
+  EXPECT_LT(c::order_key(std::numeric_limits<float>::max()), c::order_key(inf));
+  EXPECT_LT(c::order_key(-std::numeric_limits<float>::denorm_min()), c::order_key(0.0f));
+  EXPECT_LT(c::order_key(0.0f), c::order_key(std::numeric_limits<float>::denorm_min()));
+  EXPECT_EQ(c::key_to_float(c::order_key(-0.0f)), 0.0f);
+  Rng rng(7);
+  for (int i = 0; i < 2000000; ++i) {
+    float a = c::bits_float((uint32_t)rng.next()), b = c::bits_float((uint32_t)rng.next());
+    if (i % 3 == 0) b = std::nextafter(a, rng.chance(0.5) ? inf : -inf);
+    if (std::isnan(a) || std::isnan(b)) continue;
+    const uint32_t ka = c::order_key(a), kb = c::order_key(b);
+    ASSERT_EQ(a < b, ka < kb) << a << " " << b;
+    ASSERT_EQ(a == b, ka == kb) << a << " " << b;
+    if (a != 0.0f) {
+      ASSERT_EQ(c::float_bits(c::key_to_float(ka)), c::float_bits(a));
+    }
+  }
+  // precedes: z descending, then index ascending; -0 == +0 falls to the index.
+  EXPECT_TRUE(c::precedes(2.0f, 9, 1.0f, 0));
+  EXPECT_TRUE(c::precedes(1.0f, 0, 1.0f, 9));
+  EXPECT_FALSE(c::precedes(1.0f, 9, 1.0f, 0));
+  EXPECT_TRUE(c::precedes(-0.0f, 3, 0.0f, 4));
+  EXPECT_TRUE(c::precedes(0.0f, 3, -0.0f, 4));
+}
+
+TEST(ContractMinP, LnMinPAndTest) {
+  EXPECT_EQ(c::ln_min_p(0.0f), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(c::ln_min_p(1.0f), 0.0f);
+  Rng rng(9);
+  for (int i = 0; i < 1000000; ++i) {
+    const float mp = (float)rng.uniform();
+    const float want = (float)std::log((long double)mp);  // correctly rounded in practice
+    ASSERT_LE(std::fabs((double)c::ln_min_p(mp) - (double)want),
+              std::fabs((double)std::nextafter(want, 0.0f) - (double)want))
+        << mp;
+  }
+  // min_p = 1 keeps exactly the tokens equal to z_max.
+  const float zmax = 3.25f;
+  EXPECT_TRUE(c::passes_min_p(zmax, zmax, c::ln_min_p(1.0f)));
+  EXPECT_FALSE(c::passes_min_p(std::nextafter(zmax, 0.0f), zmax, c::ln_min_p(1.0f)));
+  // min_p = 0.5: z - zmax >= ln 0.5 (float), evaluated in fp32.
+  const float l = c::ln_min_p(0.5f);
+  EXPECT_TRUE(c::passes_min_p(zmax + l, zmax, l));
+  EXPECT_FALSE(c::passes_min_p(std::nextafter(zmax + l, -100.0f), zmax, l));
+}
+
+TEST(ContractScale, TemperatureOneIsIdentity) {
+  Rng rng(13);
+  for (int i = 0; i < 100000; ++i) {
+    const float x = (float)(100.0 * rng.normal());
+    ASSERT_EQ(c::float_bits(c::scale(x, 1.0f)), c::float_bits(x));
+  }
+  EXPECT_TRUE(c::is_greedy_temperature(0.0f));
+  EXPECT_TRUE(c::is_greedy_temperature(std::nextafter(1e-5f, 0.0f)));
+  EXPECT_FALSE(c::is_greedy_temperature(1e-5f));
+}
+
+// ------------------------------------------------- the oracle, by hand ----
+
+TEST(Oracle, FlatRowTopPCountsByIndex) {
+  const std::vector<float> x = {1.5f, 1.5f, 1.5f, 1.5f};
+  RowParams p;
+  p.top_p = 0.5f;  // W = 4, c = 1,2,3,4: c_2 = 2 >= 2 exactly
+  OracleResult r = oracle_sample(x.data(), 4, p);
+  EXPECT_EQ(r.status, TOKENSIFT_ROW_OK);
+  EXPECT_EQ(r.kept, 2);
+  EXPECT_TRUE(r.band);  // c_2 = 2 is within 1e-6 of 0.5 * 4: m_lo = 2, m_hi = 3
+  EXPECT_EQ(r.m_lo, 2);
+  EXPECT_EQ(r.m_hi, 3);
+  EXPECT_TRUE(r.token == 0 || r.token == 1);
+  p.top_p = 0.6f;  // 2.4: c_3 = 3
+  r = oracle_sample(x.data(), 4, p);
+  EXPECT_EQ(r.kept, 3);
+  EXPECT_FALSE(r.band);
+  EXPECT_NEAR(r.logprob, -std::log(3.0), 1e-12);
+}
+
+TEST(Oracle, TopKTiesKeepLowestIndices) {
+  const std::vector<float> x = {0.0f, 2.0f, 1.0f, 2.0f, 2.0f, 1.0f};
+  RowParams p;
+  p.top_k = 2;  // order: 1, 3, 4, 2, 5, 0 -> keeps {1, 3}
+  for (uint64_t s = 0; s < 200; ++s) {
+    p.seed = s;
+    const OracleResult r = oracle_sample(x.data(), 6, p);
+    ASSERT_EQ(r.kept, 2);
+    ASSERT_TRUE(r.token == 1 || r.token == 3) << r.token;
+  }
+  p.top_k = 6;  // k >= V disables
+  p.seed = 1;
+  EXPECT_EQ(oracle_sample(x.data(), 6, p).kept, 6);
+}
+
+TEST(Oracle, MinPOneKeepsTheMaxTies) {
+  const std::vector<float> x = {5.0f, 7.0f, std::nextafter(7.0f, 0.0f), 7.0f, 1.0f};
+  RowParams p;
+  p.min_p = 1.0f;
+  const OracleResult r = oracle_sample(x.data(), 5, p);
+  EXPECT_EQ(r.kept, 2);
+  EXPECT_TRUE(r.token == 1 || r.token == 3);
+  EXPECT_NEAR(r.logprob, -std::log(2.0), 1e-12);
+}
+
+TEST(Oracle, GreedyAndStatuses) {
+  const float inf = std::numeric_limits<float>::infinity();
+  RowParams greedy;
+  greedy.temperature = 0.0f;
+  std::vector<float> x = {-0.0f, 0.0f, -inf, -1.0f};
+  OracleResult r = oracle_sample(x.data(), 4, greedy);
+  EXPECT_EQ(r.token, 0);  // -0 == +0: lowest index
+  EXPECT_EQ(r.kept, 1);
+  EXPECT_EQ(r.logprob, 0.0);
+
+  x = {1.0f, std::numeric_limits<float>::quiet_NaN(), -inf, 2.0f};
+  EXPECT_EQ(oracle_sample(x.data(), 4, greedy).status, TOKENSIFT_ROW_NAN_INPUT);
+  x = {1.0f, inf, 0.0f, 2.0f};
+  EXPECT_EQ(oracle_sample(x.data(), 4, RowParams{}).status, TOKENSIFT_ROW_NAN_INPUT);
+  x = {-inf, -inf};
+  EXPECT_EQ(oracle_sample(x.data(), 2, RowParams{}).status, TOKENSIFT_ROW_NO_VALID_TOKEN);
+  EXPECT_EQ(oracle_sample(x.data(), 2, greedy).status, TOKENSIFT_ROW_NO_VALID_TOKEN);
+
+  // A finite x / T that overflows is NAN_INPUT for a sampling row only.
+  x = {3e38f, 1.0f};
+  RowParams hot;
+  hot.temperature = 0.5f;
+  EXPECT_EQ(oracle_sample(x.data(), 2, hot).status, TOKENSIFT_ROW_NAN_INPUT);
+  r = oracle_sample(x.data(), 2, greedy);
+  EXPECT_EQ(r.status, TOKENSIFT_ROW_OK);
+  EXPECT_EQ(r.token, 0);
+  // A finite x / T that underflows past -FLT_MAX is ineligible, never drawn.
+  x = {-3e38f, 1.0f, -2e38f};
+  for (uint64_t s = 0; s < 100; ++s) {
+    hot.seed = s;
+    r = oracle_sample(x.data(), 3, hot);
+    ASSERT_EQ(r.token, 1);
+    ASSERT_EQ(r.kept, 1);
+  }
+}
+
+TEST(Oracle, TopPAfterTopKRenormalises) {
+  // top-p measures mass over the top-k survivors, renormalised: the same p
+  // keeps fewer tokens after k = 2 than over the whole row.
+  const std::vector<float> x = {2.0f, 1.0f, 0.0f, -1.0f};
+  RowParams p;
+  p.top_k = 2;
+  p.top_p = 0.7f;
+  // w = 1, e^-1 over the two survivors: c_1 / W = 0.731 >= 0.7 -> m = 1.
+  OracleResult r = oracle_sample(x.data(), 4, p);
+  EXPECT_EQ(r.kept, 1);
+  EXPECT_FALSE(r.band);
+  EXPECT_EQ(r.token, 0);
+  p.top_k = 0;  // over all four: c_1 / W = 0.644 < 0.7 -> m = 2
+  r = oracle_sample(x.data(), 4, p);
+  EXPECT_EQ(r.kept, 2);
+}
+
+TEST(Generators, DtypeRoundTripsAreExact) {
+  Rng rng(17);
+  for (int i = 0; i < 200000; ++i) {
+    const float x = (float)(rng.normal() * std::pow(10.0, rng.range(-8, 6)));
+    for (ts::DType d : {ts::DType::kBF16, ts::DType::kF16}) {
+      const float r = ts::testing::round_to_dtype(x, d);
+      ASSERT_EQ(c::float_bits(ts::testing::round_to_dtype(r, d)), c::float_bits(r));
+      // Round to nearest: no representable value of d is strictly closer
+      // (checked against the neighbours of r in d).
+      const uint16_t h = d == ts::DType::kBF16 ? ts::testing::float_to_bf16_bits(r)
+                                               : ts::testing::float_to_f16_bits(r);
+      auto widen = [&](uint16_t v) {
+        return d == ts::DType::kBF16 ? ts::testing::bf16_bits_to_float(v) : ts::testing::f16_bits_to_float(v);
+      };
+      if (std::isfinite(r) && (h & 0x7fff) != 0 && (h & 0x7fff) < (d == ts::DType::kBF16 ? 0x7f7f : 0x7bff)) {
+        const double up = widen((uint16_t)(h + 1)), down = widen((uint16_t)(h - 1));
+        ASSERT_LE(std::fabs((double)r - x), std::fabs(up - x)) << x;
+        ASSERT_LE(std::fabs((double)r - x), std::fabs(down - x)) << x;
+      }
+    }
+  }
+  EXPECT_EQ(ts::testing::float_to_f16_bits(65504.0f), 0x7bffu);
+  EXPECT_EQ(ts::testing::float_to_f16_bits(65520.0f), 0x7c00u);
+  EXPECT_EQ(ts::testing::f16_bits_to_float(0x0001u), 5.9604644775390625e-08f);
+  EXPECT_EQ(ts::testing::float_to_bf16_bits(1.0f), 0x3f80u);
+}
