@@ -1,6 +1,7 @@
 """Markdown tables from a peers JSON (bench/peers/run_peers.py).
 
 Usage: python3 bench/peers/report.py RESULT.json > RESULT.md
+       python3 bench/peers/report.py A.json B.json --merged AB.json > AB.md
 """
 import json
 import re
@@ -187,6 +188,39 @@ def markdown(res):
     return "\n".join(out) + "\n"
 
 
+LISTS = ("records", "correctness", "frequency", "cpu_roundtrip", "skipped", "errors")
+
+
+def merge(results):
+    """One result from several runs (e.g. a second call for the other vocabs):
+    the first run's metadata, every run's lists; a later run's timing of the
+    same (impl, dtype, vocab, batch, case, input) replaces an earlier one."""
+    out = dict(results[0])
+    out["command"] = " ; ".join(r.get("command", "") for r in results)
+    out["elapsed_s"] = sum(r.get("elapsed_s") or 0 for r in results)
+    for key in LISTS:
+        out[key] = [x for r in results for x in r.get(key, [])]
+    seen = {}
+    for rec in out["records"]:
+        seen[(rec["impl"], rec["dtype"], rec["vocab"], rec["batch"], rec["case"], rec.get("input"))] = rec
+    out["records"] = list(seen.values())
+    return out
+
+
 if __name__ == "__main__":
-    with open(sys.argv[1]) as f:
-        sys.stdout.write(markdown(json.load(f)))
+    # report.py RESULT.json [MORE.json ...] [--merged OUT.json]: markdown on stdout.
+    args = sys.argv[1:]
+    merged_path = None
+    if "--merged" in args:
+        i = args.index("--merged")
+        merged_path = args[i + 1]
+        del args[i:i + 2]
+    runs = []
+    for path in args:
+        with open(path) as f:
+            runs.append(json.load(f))
+    res = merge(runs) if len(runs) > 1 else runs[0]
+    if merged_path:
+        with open(merged_path, "w") as f:
+            json.dump(res, f, indent=1)
+    sys.stdout.write(markdown(res))

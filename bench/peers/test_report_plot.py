@@ -78,3 +78,14 @@ def test_plots(tmp_path):
     assert len(made) == 2
     for m in made:
         assert os.path.getsize(m) > 10_000
+
+
+def test_merge_keeps_every_cell_once():
+    a, b = synthetic(), synthetic()
+    b["records"] = [dict(r, vocab=151936) for r in b["records"]] + [dict(a["records"][0], us_graph=1.0)]
+    m = report.merge([a, b])
+    assert len(m["records"]) == len(a["records"]) + len(b["records"]) - 1
+    first = a["records"][0]
+    same = [r for r in m["records"] if (r["impl"], r["vocab"], r["batch"], r["case"], r["dtype"], r["input"])
+            == (first["impl"], first["vocab"], first["batch"], first["case"], first["dtype"], first["input"])]
+    assert len(same) == 1 and same[0]["us_graph"] == 1.0
