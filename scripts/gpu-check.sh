@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One device call: build for the H200, run the GPU tests against the CPU
+# backend, the sanitizers on a reduced matrix, and the sampler benchmark.
+# Results land under $OUT (the device tool's output folder) or ./gpu-out.
+#
+#   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick
+#                                   (default build,test,sanitize,bench)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+STEPS=${1:-build,test,sanitize,bench}
+BUILD=build/h200
+export TOKENSIFT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+has() { [[ ",$STEPS," == *",$1,"* ]]; }
+log() { echo "== $(date +%T) $*"; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+
+if has build; then
+  log build
+  cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+        -DTOKENSIFT_BUILD_EXAMPLES=${TOKENSIFT_BUILD_EXAMPLES:-OFF} >"$OUT/build.log" 2>&1 &&
+  cmake --build $BUILD -j16 >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+  grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | head -20
+fi
+
+if has test; then
+  log gpu tests
+  TOKENSIFT_GPU_REPORT="$OUT/gpu-report.json" TOKENSIFT_GPU_ROW_SCALE=${ROW_SCALE:-1} \
+    timeout 420 $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 2>&1 | tail -60 | tee "$OUT/gpu-tests.log"
+  cat "$OUT/gpu-report.json" 2>/dev/null
+fi
+
+if has sanitize; then
+  for tool in memcheck racecheck initcheck; do
+    log "compute-sanitizer $tool"
+    TOKENSIFT_GPU_ROW_SCALE=0.0005 timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 \
+      $BUILD/tests/gpu/tokensift_test_gpu --gtest_filter='*PivotMatches*:*Invalid*:*Graph*' >"$OUT/san-$tool.log" 2>&1
+    rc=$?
+    echo "$tool rc=$rc"; tail -5 "$OUT/san-$tool.log"
+    echo "$tool $rc" >>"$OUT/sanitizers.txt"
+  done
+fi
+
+if has benchquick; then
+  log bench quick
+  $BUILD/bench/sampler_bench --out "$OUT/bench-quick.json" --vocabs 129280 --batches 1,64,1024 \
+    --dists outlier_head --algos pivot,sort --sort-max-batch 64 --reps 10 2>&1 | tail -80
+fi
+
+if has bench; then
+  log bench
+  timeout 500 $BUILD/bench/sampler_bench --out "$OUT/sampler-bench.json" --algos pivot,sort --sort-max-batch 16 \
+    ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -30
+fi
+log done

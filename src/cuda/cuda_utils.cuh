@@ -1,0 +1,51 @@
+// Small device helpers shared by the CUDA kernels: logits widening, cache-
+// bypassing loads for data another CTA of the same launch wrote, and the
+// composite (key, index) packing the kernels use to order tokens.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "tokensift/contract.h"
+
+namespace tokensift::cuda_detail {
+
+// Widening is exact for bf16 and fp16, so every backend sees the same floats.
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+
+// A token's place in the contract's order as one 64-bit number: larger means
+// earlier (z descending, then index ascending).  Zero is never a real token
+// (the key of -inf is 0x007fffff and ineligible tokens are never packed), so it
+// serves as "none".
+__device__ __forceinline__ uint64_t pack_order(uint32_t key, uint32_t index) {
+  return ((uint64_t)key << 32) | (uint64_t)(0xffffffffu - index);
+}
+__device__ __forceinline__ uint32_t packed_key(uint64_t p) { return (uint32_t)(p >> 32); }
+__device__ __forceinline__ uint32_t packed_index(uint64_t p) {
+  return 0xffffffffu - (uint32_t)(p & 0xffffffffu);
+}
+
+// Reads data written earlier in the same launch by another CTA: skip L1,
+// which is not coherent across multiprocessors.
+template <class T>
+__device__ __forceinline__ T load_cg(const T* p) {
+  return __ldcg(p);
+}
+
+struct MaxU64 {
+  __device__ __forceinline__ uint64_t operator()(uint64_t a, uint64_t b) const {
+    return a > b ? a : b;
+  }
+};
+
+struct MinInt {
+  __device__ __forceinline__ int operator()(int a, int b) const { return a < b ? a : b; }
+};
+struct MaxInt {
+  __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+
+}  // namespace tokensift::cuda_detail

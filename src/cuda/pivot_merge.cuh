@@ -1,0 +1,330 @@
+// Merge phase of the pivot sampler: the last CTA of a row to finish its chunk
+// combines the chunk summaries, decides the kept set from the candidates when
+// they suffice, and otherwise runs the full-row fallback.
+//
+// The candidates are exactly the contract's order down to `next` (the best
+// token any chunk did not emit), so a filter boundary is decided when it lies
+// above `next`:
+//   min-p is complete when `next` itself fails min-p (all later tokens do);
+//   top-k is decided when at least k candidates precede `next`;
+//   top-p needs W, the mass of the survivors: over the candidates when the
+//   survivors are all candidates, else from the chunks' partial sums (no
+//   min-p); its boundary must also precede `next`.
+// Undecided rows go to the fallback; decided rows sort their (few hundred)
+// candidates in shared memory, scan the masses in double and race the kept
+// prefix.  Every reduction has a fixed shape, so results are bit-identical
+// from run to run and independent of the batch.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "cuda/block_bitonic_sort.cuh"
+#include "cuda/cuda_utils.cuh"
+#include "cuda/pivot_fallback.cuh"
+#include "cuda/pivot_types.cuh"
+#include "cuda/row_config.cuh"
+
+namespace tokensift::cuda_detail {
+
+struct RowStats {
+  uint64_t xmax, next, race;
+  uint32_t lb;
+  int32_t bad, eligible, emitted;
+};
+struct RowStatsOp {
+  __device__ RowStats operator()(const RowStats& a, const RowStats& b) const {
+    RowStats r;
+    r.xmax = a.xmax > b.xmax ? a.xmax : b.xmax;
+    r.next = a.next > b.next ? a.next : b.next;
+    r.race = a.race > b.race ? a.race : b.race;
+    r.lb = a.lb > b.lb ? a.lb : b.lb;
+    r.bad = a.bad | b.bad;
+    r.eligible = a.eligible + b.eligible;
+    r.emitted = a.emitted + b.emitted;
+    return r;
+  }
+};
+
+template <class Policy>
+struct MergeSmem {
+  using Reduce = cub::BlockReduce<RowStats, Policy::kThreads>;
+  using ReduceF64 = cub::BlockReduce<double, Policy::kThreads>;
+  using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
+  using ReduceInt = cub::BlockReduce<int, Policy::kThreads>;
+  using ScanF64 = cub::BlockScan<double, Policy::kThreads>;
+  union {
+    typename Reduce::TempStorage reduce;
+    typename ReduceF64::TempStorage f64;
+    typename ReduceU64::TempStorage u64;
+    typename ReduceInt::TempStorage i32;
+    typename ScanF64::TempStorage scan;
+  } temp;
+  uint64_t cand[Policy::kMergeCap];
+  int chunk_emitted[Policy::kMaxMergeChunks];
+  RowStats stats;
+  double dval;
+  uint64_t uval;
+  int count;
+  int ival;
+};
+
+struct RowResult {
+  int32_t status, token, kept;
+  float logprob;
+};
+
+__device__ __forceinline__ void write_result(const SampleOutputs& o, int64_t row, const RowResult& r) {
+  o.tokens[row] = r.token;
+  if (o.row_status) o.row_status[row] = r.status;
+  if (o.logprobs) o.logprobs[row] = r.logprob;
+  if (o.kept_counts) o.kept_counts[row] = r.kept;
+}
+
+struct ListDecision {
+  bool decided;
+  int kept;  // the kept set is sm.cand[0, kept)
+};
+
+// Decides the row from the candidate list in shared memory.  The list is the
+// exact order down to `next` (all of it when `complete`).  floor_only: the
+// list is complete for the kept set but the survivors (and W) extend below
+// it (a gather under top-p without min-p), so W comes from the chunk sums.
+template <class Policy, class ChunkMass>
+__device__ ListDecision decide_from_list(MergeSmem<Policy>& sm, int n, bool complete, uint64_t next,
+                                         bool floor_only, const RowConfig& cfg, float zmax, ChunkMass chunk_mass) {
+  block_bitonic_sort_desc<Policy::kThreads>(sm.cand, n);
+  int valid_prefix = n;  // candidates that precede `next`
+  if (!complete) {
+    int c = 0;
+    for (int j = threadIdx.x; j < n; j += Policy::kThreads) c += sm.cand[j] > next;
+    __syncthreads();
+    const int t = typename MergeSmem<Policy>::ReduceInt(sm.temp.i32).Sum(c);
+    if (threadIdx.x == 0) sm.ival = t;
+    __syncthreads();
+    valid_prefix = sm.ival;
+  }
+  int survivors = -1;  // -1: the survivors extend beyond the list
+  if (cfg.k_active) {
+    if (cfg.top_k <= valid_prefix) survivors = cfg.top_k;
+    else if (complete && !floor_only) survivors = n;
+    else return {false, 0};
+  } else if (complete && !floor_only) {
+    survivors = n;
+  } else if (cfg.m_active && !floor_only) {
+    return {false, 0};
+  } else if (!cfg.p_active) {
+    return {false, 0};
+  }
+  if (!cfg.p_active) return {true, survivors};
+  double w_total;
+  int limit;
+  if (survivors >= 0) {
+    double w = 0;
+    for (int j = threadIdx.x; j < survivors; j += Policy::kThreads)
+      w += exp((double)contract::key_to_float(packed_key(sm.cand[j])) - (double)zmax);
+    __syncthreads();
+    const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
+    if (threadIdx.x == 0) sm.dval = t;
+    __syncthreads();
+    w_total = sm.dval;
+    limit = survivors;
+  } else {
+    if (cfg.m_active) return {false, 0};  // W over the min-p set, which is not all here
+    w_total = chunk_mass();
+    limit = valid_prefix;
+  }
+  const double target = (double)cfg.top_p * w_total;
+  // First j with prefix mass >= target: an index-ordered scan in tiles.
+  double carry = 0;
+  for (int base = 0; base < limit; base += Policy::kThreads) {
+    const int j = base + threadIdx.x;
+    const double w = j < limit ? exp((double)contract::key_to_float(packed_key(sm.cand[j])) - (double)zmax) : 0.0;
+    double incl, tile_total;
+    __syncthreads();
+    typename MergeSmem<Policy>::ScanF64(sm.temp.scan).InclusiveSum(w, incl, tile_total);
+    const int hit = (j < limit && carry + incl >= target) ? j : 0x7fffffff;
+    __syncthreads();
+    const int first = typename MergeSmem<Policy>::ReduceInt(sm.temp.i32).Reduce(hit, MinInt{});
+    if (threadIdx.x == 0) sm.ival = first;
+    __syncthreads();
+    if (sm.ival != 0x7fffffff) return {true, sm.ival + 1};
+    carry += tile_total;
+  }
+  if (survivors >= 0) return {true, survivors};  // rounding: the whole set is the prefix
+  return {false, 0};
+}
+
+template <class T, class Policy>
+__device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
+                                       MergeSmem<Policy>& sm,
+                                       FallbackSmem<Policy>& fsm) {
+  const ChunkSummary* sum = a.summaries + row_id * a.chunks;
+  const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
+  const float kNan = __int_as_float(0x7fffffff);
+
+  RowStats st{0, 0, 0, 0, 0, 0, 0};
+  for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
+    RowStats s;
+    s.xmax = load_cg(&sum[c].xmax);
+    s.next = load_cg(&sum[c].next);
+    s.race = load_cg(&sum[c].race);
+    s.lb = load_cg(&sum[c].lb_key);
+    s.bad = load_cg(&sum[c].bad);
+    s.eligible = load_cg(&sum[c].eligible);
+    s.emitted = load_cg(&sum[c].emitted);
+    st = RowStatsOp{}(st, s);
+  }
+  __syncthreads();
+  {
+    const RowStats r = typename MergeSmem<Policy>::Reduce(sm.temp.reduce).Reduce(st, RowStatsOp{});
+    if (threadIdx.x == 0) sm.stats = r;
+    __syncthreads();
+  }
+  const RowStats rs = sm.stats;
+  const uint32_t kNegInfKey = contract::order_key(-__builtin_huge_valf());
+
+  if (cfg.invalid) return {TOKENSIFT_ROW_INVALID_PARAM, -1, 0, kNan};
+  if (rs.bad) return {TOKENSIFT_ROW_NAN_INPUT, -1, 0, kNan};
+  if (rs.xmax == 0 || packed_key(rs.xmax) == kNegInfKey) return {TOKENSIFT_ROW_NO_VALID_TOKEN, -1, 0, kNan};
+  if (cfg.greedy) return {TOKENSIFT_ROW_OK, (int32_t)packed_index(rs.xmax), 1, 0.0f};
+  const float zmax = contract::scale(contract::key_to_float(packed_key(rs.xmax)), cfg.temperature);
+  if (zmax == __builtin_huge_valf()) return {TOKENSIFT_ROW_NAN_INPUT, -1, 0, kNan};
+  if (rs.eligible == 0) return {TOKENSIFT_ROW_NO_VALID_TOKEN, -1, 0, kNan};
+
+  // W over all eligible tokens from the chunks' partial sums (top-p-only rows
+  // whose survivors are not all candidates, and plain rows' log-probs).
+  auto chunk_mass = [&]() -> double {
+    double w = 0;
+    for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
+      if (load_cg(&sum[c].eligible) == 0) continue;
+      w += load_cg(&sum[c].mass) * exp((double)load_cg(&sum[c].zloc) - (double)zmax);
+    }
+    __syncthreads();
+    const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
+    if (threadIdx.x == 0) sm.dval = t;
+    __syncthreads();
+    return sm.dval;
+  };
+
+  if (cfg.plain()) {
+    const int32_t tok = (int32_t)packed_index(rs.race);
+    float lp = kNan;
+    if (a.out.logprobs) {
+      const double w = chunk_mass();
+      const float z = contract::scale(to_float(row[tok]), cfg.temperature);
+      lp = (float)(((double)z - (double)zmax) - log(w));
+    }
+    return {TOKENSIFT_ROW_OK, tok, rs.eligible, lp};
+  }
+
+  // ---- 1. the chunks' candidates ----
+  const uint32_t lb = cfg.m_active ? 0u : rs.lb;
+  if (threadIdx.x == 0) sm.count = 0;
+  const bool small_s = a.chunks <= Policy::kMaxMergeChunks;
+  if (small_s) {  // emitted counts -> prefix offsets in shared memory
+    for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) sm.chunk_emitted[c] = load_cg(&sum[c].emitted);
+  }
+  __syncthreads();
+  bool use_list = rs.emitted <= Policy::kMergeCap * 4;
+  if (use_list) {
+    const uint64_t* cands = a.candidates + row_id * a.chunks * Policy::kCap;
+    const int64_t total_slots = (int64_t)a.chunks * Policy::kCap;
+    for (int64_t slot = threadIdx.x; slot < total_slots; slot += Policy::kThreads) {
+      const int c = (int)(slot / Policy::kCap), e = (int)(slot % Policy::kCap);
+      const int em = small_s ? sm.chunk_emitted[c] : load_cg(&sum[c].emitted);
+      if (e >= em) continue;
+      const uint64_t p = load_cg(&cands[slot]);
+      if (packed_key(p) < lb) continue;
+      if (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(p)), zmax, cfg.ln_minp)) continue;
+      const int at = atomicAdd(&sm.count, 1);
+      if (at < Policy::kMergeCap) sm.cand[at] = p;
+    }
+    __syncthreads();
+    use_list = sm.count <= Policy::kMergeCap;
+  }
+  ListDecision d{};
+  if (use_list) {
+    const uint64_t next = rs.next;
+    const bool complete =
+        next == 0 || (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(next)), zmax,
+                                                              cfg.ln_minp));
+    d = decide_from_list<Policy>(sm, sm.count, complete, next, false, cfg, zmax,
+                                 [&] { return chunk_mass(); });
+  }
+
+  // ---- 2. bounded gather: every token that can be kept, from the row ----
+  // min-p keeps z >= zmax + ln(min_p); top-p never reaches a token whose
+  // weight is below (1 - p) / (e V): all of those together hold less than
+  // (1 - p) of W >= 1.  One pass gathers the tokens above that floor; when
+  // they fit on chip the row is decided exactly from them.
+  if (!d.decided && (cfg.m_active || cfg.p_active)) {
+    // (With min-p, W spans the whole min-p set, so the floor stays at min-p's.)
+    const float zfloor = cfg.m_active ? zmax + cfg.ln_minp - 1.0f
+                                      : zmax + logf((1.0f - cfg.top_p) / (float)a.vocab) - 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) sm.count = 0;
+    __syncthreads();
+    for (int32_t i = threadIdx.x; i < a.vocab; i += Policy::kThreads) {
+      const float x = to_float(row[i]);
+      const float z = cfg.temperature == 1.0f ? x : contract::scale(x, cfg.temperature);
+      if (!(z >= zfloor) || !(z > -__builtin_huge_valf())) continue;
+      if (cfg.m_active && !contract::passes_min_p(z, zmax, cfg.ln_minp)) continue;
+      const int at = atomicAdd(&sm.count, 1);
+      if (at < Policy::kMergeCap) sm.cand[at] = pack_order(contract::order_key(z), (uint32_t)i);
+    }
+    __syncthreads();
+    if (sm.count <= Policy::kMergeCap) {
+      // Complete down to zfloor.  Under min-p alone the survivors are all
+      // here; with top-p alone W still spans the whole row (chunk sums).
+      d = decide_from_list<Policy>(sm, sm.count, /*complete=*/true, 0, /*floor_only=*/!cfg.m_active, cfg, zmax,
+                                   [&] { return chunk_mass(); });
+    }
+  }
+  const bool use_fallback = !d.decided;
+  const int m = d.kept;
+
+  int32_t token;
+  int32_t kept;
+  double kept_mass = 0;
+  if (use_fallback) {
+    __syncthreads();
+    FallbackRow<T, Policy> fb{row, a.vocab, cfg.temperature, zmax, cfg.ln_minp, cfg.m_active, fsm};
+    const FallbackResult r = fb.run(cfg);
+    token = r.token;
+    kept = r.kept;
+    kept_mass = r.kept_mass;
+  } else {
+    uint64_t best = 0;
+    double w = 0;
+    for (int j = threadIdx.x; j < m; j += Policy::kThreads) {
+      const uint64_t p = sm.cand[j];
+      const float z = contract::key_to_float(packed_key(p));
+      const uint32_t idx = packed_index(p);
+      const float s = contract::race_score(z, cfg.seed, cfg.offset, idx);
+      const uint64_t q = pack_order(contract::order_key(s), idx);
+      best = q > best ? q : best;
+      w += exp((double)z - (double)zmax);
+    }
+    __syncthreads();
+    const uint64_t b = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(best, MaxU64{});
+    if (threadIdx.x == 0) sm.uval = b;
+    __syncthreads();
+    token = (int32_t)packed_index(sm.uval);
+    kept = m;
+    if (a.out.logprobs) {
+      const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
+      if (threadIdx.x == 0) sm.dval = t;
+      __syncthreads();
+      kept_mass = sm.dval;
+    }
+  }
+  float lp = kNan;
+  if (a.out.logprobs) {
+    const float z = contract::scale(to_float(row[token]), cfg.temperature);
+    lp = (float)(((double)z - (double)zmax) - log(kept_mass));
+  }
+  return {TOKENSIFT_ROW_OK, token, kept, lp};
+}
+
+}  // namespace tokensift::cuda_detail

@@ -1,0 +1,112 @@
+// The pivot sampler: sorting-free, one launch per call.
+//
+// Algorithm (see pivot_chunk.cuh, pivot_merge.cuh and pivot_fallback.cuh for
+// each phase):
+//   1. A row of V logits is split into ceil(V / 4096) chunks; each chunk is one
+//      CTA, so even a batch of one fills the GPU with V / 4096 CTAs (32 for
+//      DeepSeek's 129,280).  The split depends on V only, never on the batch.
+//   2. Each chunk CTA reads its logits once (16-byte streaming loads), reduces
+//      argmax / NaN / counts, and emits a small upper set of its tokens in the
+//      contract's order, chosen by a radix-select pivot (or runs the
+//      exponential race directly for unfiltered rows).
+//   3. The last chunk CTA of a row to finish (an atomic ticket; no second
+//      launch and no host round trip) merges: it decides min-p, top-k and
+//      top-p from the candidates when they provably contain the boundary,
+//      else searches the full row with quaternary pivots (Qrita's multi-pivot
+//      search), and races the kept set with the contract's Philox stream.
+// HBM traffic is the logits once plus O(candidates); no sort, no allocation,
+// no synchronisation; graph capture works because every parameter is read on
+// the device.  Failure modes: rows whose kept set is far larger than the
+// emitted candidates (flat rows under top-p, huge k) take the fallback, which
+// re-reads the row ~20-40 times from L2 with one CTA; correct, but slow.
+#include <cuda_runtime.h>
+
+#include "cuda/launch.hpp"
+#include "cuda/pivot_chunk.cuh"
+#include "cuda/pivot_merge.cuh"
+#include "cuda/pivot_policy.cuh"
+
+namespace tokensift::cuda_detail {
+
+template <class Policy>
+union PivotSmem {
+  ChunkSmem<Policy> chunk;
+  MergeSmem<Policy> merge;
+  FallbackSmem<Policy> fallback;
+};
+
+template <class T, class Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(const PivotArgs a) {
+  __shared__ PivotSmem<Policy> smem;
+  __shared__ bool is_last;
+  const int64_t row = blockIdx.x / a.chunks;
+  const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
+  const RowConfig cfg = load_row_config(a.params, row, a.vocab);
+
+  pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, smem.chunk);
+
+  // Last-CTA-done: every writer fences its own stores, then one ticket.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const uint32_t t = atomicAdd(&a.tickets[row], 1u);
+    is_last = t == (uint32_t)(a.chunks - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+
+  const RowResult r = pivot_merge_phase<T, Policy>(a, row, cfg, smem.merge, smem.fallback);
+  if (threadIdx.x == 0) {
+    write_result(a.out, row, r);
+    a.tickets[row] = 0;  // leave the workspace as we found it
+  }
+}
+
+struct PivotLayout {
+  size_t tickets, summaries, candidates, total;
+  PivotLayout(int64_t rows, int64_t vocab) {
+    const int64_t chunks = pivot_chunks(vocab);
+    tickets = 0;
+    summaries = align_up(sizeof(uint32_t) * rows);
+    candidates = summaries + align_up(sizeof(ChunkSummary) * rows * chunks);
+    total = candidates + sizeof(uint64_t) * rows * chunks * PivotPolicy::kCap;
+  }
+};
+
+size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
+
+cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
+                         const SampleOutputs& out, void* workspace, cudaStream_t stream) {
+  if (logits.rows == 0) return cudaSuccess;
+  const PivotLayout lay(logits.rows, logits.vocab);
+  char* ws = static_cast<char*>(workspace);
+  PivotArgs a;
+  a.logits = logits.data;
+  a.row_stride = logits.row_stride;
+  a.rows = logits.rows;
+  a.vocab = (int32_t)logits.vocab;
+  a.chunks = (int32_t)pivot_chunks(logits.vocab);
+  a.params = params;
+  a.out = out;
+  a.tickets = reinterpret_cast<uint32_t*>(ws + lay.tickets);
+  a.summaries = reinterpret_cast<ChunkSummary*>(ws + lay.summaries);
+  a.candidates = reinterpret_cast<uint64_t*>(ws + lay.candidates);
+  const int64_t blocks = logits.rows * a.chunks;
+  if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  const dim3 grid((unsigned)blocks), block(PivotPolicy::kThreads);
+  switch (logits.dtype) {
+    case DType::kF32:
+      pivot_sample_kernel<float, PivotPolicy><<<grid, block, 0, stream>>>(a);
+      break;
+    case DType::kBF16:
+      pivot_sample_kernel<__nv_bfloat16, PivotPolicy><<<grid, block, 0, stream>>>(a);
+      break;
+    case DType::kF16:
+      pivot_sample_kernel<__half, PivotPolicy><<<grid, block, 0, stream>>>(a);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace tokensift::cuda_detail

@@ -1,0 +1,357 @@
+// The CUDA backend against the CPU backend (and the oracle where they differ)
+// over the foundation's adversarial matrix, plus determinism, batch
+// invariance, graph capture and per-row parameter errors.
+//
+// Environment:
+//   TOKENSIFT_GPU_ROW_SCALE  scales the random-matrix row counts (default 1:
+//                            about 1.0e6 rows; the sanitizer runs use ~0.002)
+//   TOKENSIFT_GPU_REPORT     path of a JSON summary written at the end
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpu_harness.hpp"
+#include "oracle.hpp"
+
+namespace tokensift::testing {
+namespace {
+
+double row_scale() {
+  const char* s = std::getenv("TOKENSIFT_GPU_ROW_SCALE");
+  return s ? std::max(0.0, std::atof(s)) : 1.0;
+}
+
+struct Tally {
+  int64_t rows = 0, token_mismatch = 0, status_mismatch = 0, kept_mismatch = 0, band_rows = 0,
+          band_differences = 0, logprob_mismatch = 0, oracle_checked = 0;
+};
+std::map<std::string, Tally>& tallies() {
+  static std::map<std::string, Tally> t;
+  return t;
+}
+std::map<std::string, std::string>& flags() {
+  static std::map<std::string, std::string> f;
+  return f;
+}
+
+// Compares one batch's GPU results with the CPU backend's; rows that differ
+// are judged by the oracle (a band row may differ in its boundary token).
+void compare_batch(const HostBatch& b, const Results& gpu, const Results& cpu, Tally& t, int& reported) {
+  for (int64_t r = 0; r < b.rows; ++r) {
+    ++t.rows;
+    const bool same = gpu.status[r] == cpu.status[r] && gpu.token[r] == cpu.token[r] && gpu.kept[r] == cpu.kept[r];
+    const bool small = b.vocab <= 1000;
+    if (same && !small) {
+      if (cpu.status[r] == TOKENSIFT_ROW_OK) {
+        const double d = std::fabs((double)gpu.logprob[r] - (double)cpu.logprob[r]);
+        if (!(d <= 2e-5)) ++t.logprob_mismatch;
+      }
+      continue;
+    }
+    const OracleResult ref = oracle_sample(b.row(r), b.vocab, b.params(r));
+    ++t.oracle_checked;
+    t.band_rows += ref.band;
+    const std::string why = check_row(ref, gpu.status[r], gpu.token[r], gpu.kept[r], &gpu.logprob[r]);
+    std::string problem = why;
+    if (why.empty()) {
+      if (same) continue;
+      if (ref.band) {  // a band row may differ in its boundary token
+        ++t.band_differences;
+        continue;
+      }
+      problem = "GPU agrees with the oracle but the CPU backend does not";
+    }
+    if (gpu.status[r] != cpu.status[r] || gpu.status[r] != ref.status) ++t.status_mismatch;
+    else if (gpu.token[r] != cpu.token[r] || !why.empty()) ++t.token_mismatch;
+    else if (gpu.kept[r] != cpu.kept[r]) ++t.kept_mismatch;
+    else ++t.logprob_mismatch;
+    const std::string& why2 = problem;
+    if (reported++ < 12)
+      ADD_FAILURE() << "V=" << b.vocab << " dtype=" << dtype_name(b.dtype) << " dist=" << dist_name(b.dist[r])
+                    << " row=" << r << " " << describe(b.params(r)) << ": " << why2 << " (gpu token "
+                    << gpu.token[r] << " kept " << gpu.kept[r] << " status " << gpu.status[r] << "; cpu token "
+                    << cpu.token[r] << " kept " << cpu.kept[r] << " status " << cpu.status[r] << ")";
+  }
+}
+
+struct Shape {
+  int64_t vocab;
+  int64_t rows;
+};
+
+void run_matrix(Algo algo, const char* name, double scale) {
+  const Shape shapes[] = {{1, 60000},     {2, 100000},    {3, 100000},    {7, 100000},   {17, 60000},
+                          {33, 100000},   {100, 100000},  {1000, 150000}, {4095, 50000}, {4096, 50000},
+                          {4097, 40000},  {8193, 40000},  {32000, 15000}, {129280, 2000}, {151936, 1500},
+                          {262208, 1000}};
+  const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16};
+  Tally& t = tallies()[name];
+  int reported = 0;
+  uint64_t seed = 0x5eed0000;
+  for (const Shape& s : shapes) {
+    const int64_t total = std::max<int64_t>(3, (int64_t)(s.rows * scale));
+    const int64_t per = std::max<int64_t>(1, std::min<int64_t>(8192, (int64_t)(1 << 25) / s.vocab));
+    std::vector<std::pair<int64_t, uint64_t>> jobs;  // (rows, seed)
+    int64_t done = 0, j = 0;
+    while (done < total) {
+      const int64_t n = std::min(per, total - done);
+      jobs.push_back({n, seed + (uint64_t)j * 7919});
+      done += n;
+      ++j;
+    }
+    seed += 1000003;
+    // Generate several batches ahead on host threads while the GPU and the CPU backend work.
+    const unsigned par = std::max(2u, std::min(8u, std::thread::hardware_concurrency() / 2));
+    for (size_t first = 0; first < jobs.size(); first += par) {
+      std::vector<std::future<HostBatch>> gen;
+      for (size_t k = first; k < std::min(jobs.size(), first + par); ++k) {
+        const DType dt = dtypes[k % 3];
+        gen.push_back(std::async(std::launch::async, [=] { return make_batch(jobs[k].first, s.vocab, dt, jobs[k].second); }));
+      }
+      for (auto& f : gen) {
+        HostBatch b = f.get();
+        DeviceBatch d(b);
+        GpuSampler g;
+        ASSERT_EQ(g.init(algo, b.rows, b.vocab, b.dtype), Status::kOk) << last_error_message();
+        d.poison();
+        ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+        TS_CUDA_OK(cudaDeviceSynchronize());
+        const Results gpu = d.fetch();
+        const Results cpu = run_cpu(b);
+        compare_batch(b, gpu, cpu, t, reported);
+      }
+    }
+  }
+  std::printf("[%s] rows %lld, token mismatches %lld, status mismatches %lld, kept mismatches %lld, "
+              "logprob mismatches %lld, band rows seen %lld (of %lld oracle-checked), band differences %lld\n",
+              name, (long long)t.rows, (long long)t.token_mismatch, (long long)t.status_mismatch,
+              (long long)t.kept_mismatch, (long long)t.logprob_mismatch, (long long)t.band_rows,
+              (long long)t.oracle_checked, (long long)t.band_differences);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
+TEST(GpuSampler, PivotMatchesCpuOnRandomMatrix) {
+  TS_REQUIRE_GPU();
+  run_matrix(Algo::kAuto, "pivot", row_scale());
+}
+
+TEST(GpuSampler, SortMatchesCpuOnRandomMatrix) {
+  TS_REQUIRE_GPU();
+  run_matrix(Algo::kSort, "sort", row_scale() * 0.1);
+}
+
+// Benchmark-shaped rows: every case of the benchmark, both dtypes, the three
+// vocabularies, plus flat and one-dominant rows.
+TEST(GpuSampler, BenchmarkCasesMatchCpu) {
+  TS_REQUIRE_GPU();
+  struct Case {
+    const char* name;
+    RowParams p;
+  };
+  const Case cases[] = {{"k50_p0.9", {1.0f, 0.0f, 50, 0.9f, 1, 0}}, {"p0.9", {1.0f, 0.0f, 0, 0.9f, 2, 0}},
+                        {"k50", {1.0f, 0.0f, 50, 1.0f, 3, 0}},      {"minp0.05", {1.0f, 0.05f, 0, 1.0f, 4, 0}},
+                        {"plain", {1.0f, 0.0f, 0, 1.0f, 5, 0}},     {"greedy", {0.0f, 0.0f, 0, 1.0f, 6, 0}}};
+  Tally& t = tallies()["bench_cases"];
+  int reported = 0;
+  for (int64_t vocab : {129280, 151936, 262208})
+    for (DType dt : {DType::kF32, DType::kBF16})
+      for (Dist dist : {Dist::kOutlierHead, Dist::kFlat, Dist::kDominant})
+        for (const Case& c : cases) {
+          BatchOptions o;
+          o.dist = dist;
+          o.random_params = false;
+          o.fixed = c.p;
+          o.max_pad = 0;
+          HostBatch b = make_batch(dist == Dist::kOutlierHead ? 24 : 4, vocab, dt, 77 + vocab, o);
+          for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = (uint64_t)r * 1000003u;
+          DeviceBatch d(b);
+          GpuSampler g;
+          ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+          d.poison();
+          ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+          TS_CUDA_OK(cudaDeviceSynchronize());
+          compare_batch(b, d.fetch(), run_cpu(b), t, reported);
+        }
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
+bool same_results(const Results& a, const Results& b) {
+  return a.token == b.token && a.status == b.status && a.kept == b.kept &&
+         std::memcmp(a.logprob.data(), b.logprob.data(), a.logprob.size() * 4) == 0;
+}
+
+TEST(GpuSampler, DeterministicAcrossRuns) {
+  TS_REQUIRE_GPU();
+  for (int64_t vocab : {1000, 129280}) {
+    HostBatch b = make_batch(64, vocab, DType::kF32, 4242 + vocab);
+    DeviceBatch d(b);
+    GpuSampler g;
+    ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+    ASSERT_EQ(g.run(d), Status::kOk);
+    const Results first = d.fetch();
+    for (int i = 0; i < 5; ++i) {
+      d.poison();
+      ASSERT_EQ(g.run(d), Status::kOk);
+      EXPECT_TRUE(same_results(first, d.fetch())) << "run " << i << " differs at V=" << vocab;
+    }
+  }
+}
+
+// A row's result does not depend on the batch around it or its position.
+TEST(GpuSampler, BatchInvariant) {
+  TS_REQUIRE_GPU();
+  for (int64_t vocab : {777, 129280}) {
+    HostBatch big = make_batch(48, vocab, DType::kBF16, 99 + vocab);
+    DeviceBatch dbig(big);
+    GpuSampler g;
+    ASSERT_EQ(g.init(Algo::kAuto, big.rows, vocab, big.dtype), Status::kOk);
+    ASSERT_EQ(g.run(dbig), Status::kOk);
+    const Results all = dbig.fetch();
+    for (int64_t r : {0, 5, 47}) {
+      HostBatch one(1, vocab, vocab, big.dtype);
+      one.set_row(0, big.row(r));
+      one.set_params(0, big.params(r));
+      one.dist[0] = big.dist[r];
+      DeviceBatch d1(one);
+      ASSERT_EQ(g.run(d1), Status::kOk);
+      const Results alone = d1.fetch();
+      EXPECT_EQ(alone.token[0], all.token[r]) << "row " << r;
+      EXPECT_EQ(alone.status[0], all.status[r]) << "row " << r;
+      EXPECT_EQ(alone.kept[0], all.kept[r]) << "row " << r;
+    }
+  }
+}
+
+__global__ void advance_offsets_kernel(uint64_t* offsets, int64_t n) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) offsets[i] += 1;
+}
+
+// Capture one call (plus an offset bump) in a graph; every replay must equal
+// an eager call with the offsets the replay saw.
+TEST(GpuSampler, GraphCaptureAndReplay) {
+  TS_REQUIRE_GPU();
+  flags()["graph_capture"] = "fail";
+  HostBatch b = make_batch(32, 129280, DType::kF32, 2024);
+  for (int64_t r = 0; r < b.rows; ++r) {
+    RowParams p = b.params(r);
+    if (r % 2) p = RowParams{1.0f, 0.0f, 50, 0.9f, (uint64_t)r, 0};
+    p.offset = 100;
+    b.set_params(r, p);
+  }
+  DeviceBatch d(b);
+  GpuSampler g;
+  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  cudaStream_t s;
+  TS_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  TS_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  ASSERT_EQ(g.run(d, s), Status::kOk) << last_error_message();
+  advance_offsets_kernel<<<1, 64, 0, s>>>(d.offset->as<uint64_t>(), b.rows);
+  TS_CUDA_OK(cudaStreamEndCapture(s, &graph));
+  TS_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  bool ok = true;
+  for (int step = 0; step < 4; ++step) {
+    d.poison();
+    TS_CUDA_OK(cudaGraphLaunch(exec, s));
+    TS_CUDA_OK(cudaStreamSynchronize(s));
+    const Results replay = d.fetch();
+    // Eager reference with offsets = 100 + step.
+    HostBatch e = b;
+    for (int64_t r = 0; r < e.rows; ++r) e.offset[r] = 100 + (uint64_t)step;
+    DeviceBatch de(e);
+    ASSERT_EQ(g.run(de, s), Status::kOk);
+    TS_CUDA_OK(cudaStreamSynchronize(s));
+    const Results eager = de.fetch();
+    ok = ok && replay.token == eager.token && replay.status == eager.status;
+    EXPECT_EQ(replay.token, eager.token) << "replay " << step;
+    // And the randomness moved: some sampled row changes token over steps.
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  if (ok) flags()["graph_capture"] = "pass";
+}
+
+TEST(GpuSampler, InvalidPerRowParamsGetRowStatus) {
+  TS_REQUIRE_GPU();
+  HostBatch b = make_batch(6, 5000, DType::kF32, 5, BatchOptions{Dist::kGaussian});
+  for (int64_t r = 0; r < 6; ++r) b.set_params(r, RowParams{1.0f, 0.0f, 10, 0.9f, 1, 2});
+  b.temperature[1] = -1.0f;
+  b.temperature[2] = std::numeric_limits<float>::quiet_NaN();
+  b.top_k[3] = -5;
+  b.top_p[4] = 0.0f;
+  b.min_p[5] = 1.5f;
+  DeviceBatch d(b);
+  GpuSampler g;
+  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  d.poison();
+  ASSERT_EQ(g.run(d), Status::kOk);
+  const Results r = d.fetch();
+  EXPECT_EQ(r.status[0], TOKENSIFT_ROW_OK);
+  EXPECT_GE(r.token[0], 0);
+  for (int i = 1; i < 6; ++i) {
+    EXPECT_EQ(r.status[i], TOKENSIFT_ROW_INVALID_PARAM) << "row " << i;
+    EXPECT_EQ(r.token[i], -1) << "row " << i;
+  }
+}
+
+TEST(GpuSampler, NonDefaultStreamAndScalarParams) {
+  TS_REQUIRE_GPU();
+  HostBatch b = make_batch(16, 151936, DType::kF16, 31337, BatchOptions{Dist::kOutlierHead});
+  DeviceBatch d(b);
+  d.params = SamplingParams{};
+  d.params.temperature.value = 0.8f;
+  d.params.top_k.value = 40;
+  d.params.top_p.value = 0.95f;
+  d.params.seed.value = 12345;
+  d.params.offset.value = 9;
+  for (int64_t r = 0; r < b.rows; ++r) b.set_params(r, RowParams{0.8f, 0.0f, 40, 0.95f, 12345, 9});
+  GpuSampler g;
+  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  cudaStream_t s;
+  TS_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  d.poison();
+  ASSERT_EQ(g.run(d, s), Status::kOk);
+  TS_CUDA_OK(cudaStreamSynchronize(s));
+  const Results gpu = d.fetch();
+  const Results cpu = run_cpu(b);
+  EXPECT_EQ(gpu.token, cpu.token);
+  cudaStreamDestroy(s);
+}
+
+// Writes the JSON summary after all tests ran.
+class ReportEnv : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const char* path = std::getenv("TOKENSIFT_GPU_REPORT");
+    if (!path) return;
+    std::ofstream f(path);
+    f << "{\n";
+    bool first = true;
+    for (const auto& [name, t] : tallies()) {
+      f << (first ? "" : ",\n") << "  \"" << name << "\": {\"rows_checked\": " << t.rows
+        << ", \"token_mismatches\": " << t.token_mismatch << ", \"status_mismatches\": " << t.status_mismatch
+        << ", \"kept_mismatches\": " << t.kept_mismatch << ", \"logprob_mismatches\": " << t.logprob_mismatch
+        << ", \"band_rows\": " << t.band_rows << ", \"band_differences\": " << t.band_differences
+        << ", \"oracle_checked\": " << t.oracle_checked << "}";
+      first = false;
+    }
+    for (const auto& [k, v] : flags()) f << (first ? "" : ",\n") << "  \"" << k << "\": \"" << v << "\"", first = false;
+    f << "\n}\n";
+  }
+};
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new ReportEnv);
+
+}  // namespace
+}  // namespace tokensift::testing
