@@ -106,9 +106,20 @@ double ladder_masses(const uint32_t* key, int64_t n, const Ladder& lad, uint32_t
   return total;
 }
 
+// Packs the tokens with key >= thr into cand.  Candidates are usually sparse,
+// so blocks of 16 keys are first tested with a vectorized max.
 int64_t gather(const uint32_t* key, int64_t n, uint32_t thr, uint64_t* cand) {
-  int64_t m = 0;
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t m = 0, i = 0;
+  for (; i + 16 <= n; i += 16) {
+    uint32_t mx = 0;
+    for (int l = 0; l < 16; ++l) mx = std::max(mx, key[i + l]);
+    if (mx < thr) continue;
+    for (int l = 0; l < 16; ++l) {
+      cand[m] = pack_key(key[i + l], (uint32_t)(i + l));
+      m += key[i + l] >= thr;
+    }
+  }
+  for (; i < n; ++i) {
     cand[m] = pack_key(key[i], (uint32_t)i);
     m += key[i] >= thr;
   }
@@ -128,7 +139,8 @@ RowResult race_all(const uint32_t* key, int64_t vocab, const RowParams& p, const
   uint32_t thr = bound_key();
   constexpr int64_t kGroupsPerBatch = 256;
   uint32_t groups[kGroupsPerBatch];
-  float score[kGroupsPerBatch * 4];
+  float score[kGroupsPerBatch * 4], zs[kGroupsPerBatch * 4];
+  uint32_t bits[kGroupsPerBatch * 4];
   const int64_t n_groups = (vocab + 3) / 4;
   for (int64_t g0 = 0; g0 < n_groups; g0 += kGroupsPerBatch) {
     const int64_t g1 = std::min(n_groups, g0 + kGroupsPerBatch);
@@ -140,13 +152,14 @@ RowResult race_all(const uint32_t* key, int64_t vocab, const RowParams& p, const
       n += m >= thr;
     }
     if (n == 0) continue;
+    // Flat arrays, so that Philox and the race scores vectorize across groups.
     for (int j = 0; j < n; ++j) {
-      const uint32_t g = groups[j];
-      const contract::Philox4 bits = contract::philox_block(p.seed, p.offset, g);
-      for (int l = 0; l < 4; ++l)
-        score[4 * j + l] =
-            contract::race_score_from_bits(contract::key_to_float(key[4 * g + l]), bits.v[l]);
+      const contract::Philox4 b = contract::philox_block(p.seed, p.offset, groups[j]);
+      for (int l = 0; l < 4; ++l) bits[4 * j + l] = b.v[l];
     }
+    for (int j = 0; j < n; ++j)
+      for (int l = 0; l < 4; ++l) zs[4 * j + l] = contract::key_to_float(key[4 * groups[j] + l]);
+    for (int t = 0; t < 4 * n; ++t) score[t] = contract::race_score_from_bits(zs[t], bits[t]);
     const float before = best.score;
     for (int j = 0; j < n; ++j)
       for (int l = 0; l < 4; ++l) {
