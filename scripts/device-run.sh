@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The one device call: runs the named parts, each into its own folder, and
+# packs everything into $OUT/results.tgz (the device returns at most 8 files).
+#
+#   scripts/device-run.sh check:build,test,benchquick python decode peers
+#
+# Parts: check:<steps> (scripts/gpu-check.sh), python (scripts/gpu-python.sh),
+# decode (scripts/gpu-decode.sh), peers (scripts/gpu-peers.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+FINAL_OUT=${OUT:-$PWD/gpu-out}
+WORK=$(mktemp -d /tmp/tokensift-run.XXXX)
+export TOKENSIFT_COMMIT=${TOKENSIFT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+export COMMIT=$TOKENSIFT_COMMIT
+for part in "$@"; do
+  name=${part%%:*}
+  args=${part#*:}
+  [ "$args" = "$part" ] && args=""
+  mkdir -p "$WORK/$name"
+  echo "######## $name $args ($(date +%T))"
+  case $name in
+    check) OUT=$WORK/check bash scripts/gpu-check.sh "$args" ;;
+    python) OUT=$WORK/python bash scripts/gpu-python.sh 2>&1 | tail -25 ;;
+    decode) OUT=$WORK/decode bash scripts/gpu-decode.sh 2>&1 | tail -40 ;;
+    peers) OUT=$WORK/peers bash scripts/gpu-peers.sh 2>&1 | tail -40 ;;
+  esac
+  echo "######## $name rc=$? ($(date +%T))"
+done
+tar -C "$WORK" -czf "$FINAL_OUT/results.tgz" .
+ls -la "$FINAL_OUT"
