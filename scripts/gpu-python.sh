@@ -18,6 +18,9 @@ log="$out/python-gpu.log"
 venv="$root/build/gpu-python-venv"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INDEX=1
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
 
 {
   echo "== $(date -u +%FT%TZ) tokensift python GPU run"
@@ -26,13 +29,23 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INDEX=1
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
 } > "$log" 2>&1
 
-python3 -m venv --system-site-packages "$venv" >> "$log" 2>&1
-# shellcheck disable=SC1091
-source "$venv/bin/activate"
+# A venv that sees the machine's torch / CuPy / JAX; where venv is missing,
+# a --target folder on PYTHONPATH does the same job.
+pip_target=()
+if python3 -m venv --system-site-packages "$venv" >> "$log" 2>&1; then
+  # shellcheck disable=SC1091
+  source "$venv/bin/activate"
+else
+  echo "== venv unavailable: installing with --target" >> "$log"
+  rm -rf "$root/build/gpu-python-site"
+  pip_target=(--target "$root/build/gpu-python-site")
+  export PYTHONPATH="$root/build/gpu-python-site${PYTHONPATH:+:$PYTHONPATH}"
+  python() { python3 "$@"; }
+fi
 
 echo "== pip install . (CUDA build)" >> "$log"
 start=$(date +%s)
-if ! python -m pip install --no-build-isolation --no-deps -v "$root" \
+if ! python -m pip install --no-build-isolation --no-deps -v ${pip_target[@]+"${pip_target[@]}"} "$root" \
     -Ccmake.define.TOKENSIFT_ENABLE_CUDA=ON \
     -Ccmake.define.CMAKE_CUDA_ARCHITECTURES="${TOKENSIFT_CUDA_ARCHS:-90a}" \
     -Cbuild-dir="$root/build/python-gpu" >> "$log" 2>&1; then
