@@ -18,6 +18,8 @@ log="$out/python-gpu.log"
 venv="$root/build/gpu-python-venv"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INDEX=1
+# JAX would otherwise take 75% of the GPU at its first use, starving torch.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
@@ -77,8 +79,12 @@ for case in suite.iter("testcase"):
             break
     else:
         detail = ""
-    cases.append({"test": f"{case.get('classname')}::{case.get('name')}", "outcome": outcome,
-                  "seconds": float(case.get("time", 0)), "detail": detail})
+    entry = {"test": f"{case.get('classname')}::{case.get('name')}", "outcome": outcome,
+             "seconds": float(case.get("time", 0)), "detail": detail}
+    props = case.find("properties")
+    if props is not None:
+        entry["properties"] = {p.get("name"): p.get("value") for p in props.iter("property")}
+    cases.append(entry)
 counts = {k: sum(c["outcome"] == k for c in cases) for k in ("passed", "failed", "error", "skipped")}
 try:
     import torch

@@ -35,7 +35,12 @@ def kit_of(x: Any) -> str:
     )
 
 
+_PLAIN = (int, float, bool)
+
+
 def is_scalar(x: Any) -> bool:
+    if type(x) in _PLAIN:  # the common case, without the ABC machinery
+        return True
     return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, complex)
 
 
@@ -48,7 +53,8 @@ def on_cuda(x: Any, kit: str) -> bool:
 
 
 def bf16_numpy(x: np.ndarray) -> bool:
-    return x.dtype.name == "bfloat16"  # ml_dtypes; NumPy cannot export it through DLPack
+    dtype = x.dtype  # ml_dtypes' bfloat16 is a user-defined ('V') dtype NumPy cannot export
+    return dtype.kind == "V" and dtype.name == "bfloat16"
 
 
 def add_row_axis(x: Any, kit: str) -> Any:
@@ -77,6 +83,8 @@ def row_param(value: Any, dtype: str, rows: int, like: Any, kit: str) -> Any:
     dtype "int64" means the 64 seed/offset bits: int64 and uint64 arrays pass
     unchanged (read as uint64), other integer arrays are widened.
     """
+    if type(value) is float and dtype == "float32":
+        return value
     if is_scalar(value):
         if dtype in ("int64", "uint64"):
             return int(value) & 0xFFFFFFFFFFFFFFFF
@@ -164,7 +172,7 @@ def export(x: Any, kit: str) -> Any:
     needed; with an explicit ``stream=``, ordering the inputs before it is the
     caller's job, as for any CUDA library call.
     """
-    if x is None or isinstance(x, (int, float)) or kit == "numpy":
+    if kit == "numpy" or x is None or type(x) in _PLAIN:
         return x
     if not on_cuda(x, kit) or not hasattr(x, "__dlpack__"):
         return x
