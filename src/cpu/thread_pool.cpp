@@ -1,5 +1,7 @@
 #include "cpu/thread_pool.hpp"
 
+#include <unistd.h>
+
 namespace tokensift::detail::cpu {
 
 ThreadPool& ThreadPool::instance() {
@@ -37,6 +39,16 @@ void ThreadPool::worker_loop(int id) {
   }
 }
 
+// After fork() the child owns thread objects whose threads do not exist: they
+// can be neither joined nor detached, so they are leaked and fresh ones spawned.
+// (Python's multiprocessing forks processes that may have sampled before.)
+void ThreadPool::forget_workers_after_fork() {
+  if (threads_.empty() || pid_ == (int)getpid()) return;
+  new std::vector<std::thread>(std::move(threads_));  // intentionally leaked
+  threads_.clear();
+  generation_ = 0;
+}
+
 void ThreadPool::run(int workers, JobFn fn, void* context) {
   if (workers <= 1) {
     fn(context, 0);
@@ -45,6 +57,8 @@ void ThreadPool::run(int workers, JobFn fn, void* context) {
   std::lock_guard<std::mutex> call_lock(call_mutex_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    forget_workers_after_fork();
+    pid_ = (int)getpid();
     // Growth happens only when a call first wants more threads than exist.
     while ((int)threads_.size() < workers - 1) {
       const int id = (int)threads_.size() + 1;

@@ -29,6 +29,7 @@ class ThreadPool {
  private:
   ThreadPool() = default;
   void worker_loop(int id);
+  void forget_workers_after_fork();
 
   std::mutex call_mutex_;  // one job at a time
   std::mutex mutex_;
@@ -41,6 +42,7 @@ class ThreadPool {
   JobFn fn_ = nullptr;
   void* context_ = nullptr;
   bool stop_ = false;
+  int pid_ = 0;  // process that spawned threads_ (a forked child has none of them)
 };
 
 }  // namespace tokensift::detail::cpu
