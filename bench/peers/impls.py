@@ -101,8 +101,11 @@ class TokensiftGpu:
 
             self.tc = tc
             self._lib = tc.Library(tc.find_library(REPO))
-            if not self._lib.backend_available(tc.BACKEND_CUDA):
-                raise RuntimeError(f"{self._lib.path}: CUDA backend not available")
+            # A CPU dry run drives the CPU backend through the same adapter.
+            self.backend = tc.BACKEND_CUDA if DEVICE == "cuda" else tc.BACKEND_CPU
+            if not self._lib.backend_available(self.backend):
+                raise RuntimeError(f"{self._lib.path}: {'CUDA' if DEVICE == 'cuda' else 'CPU'} "
+                                   "backend not available")
         return self._lib
 
     def prepare(self, cell: Cell, seeds=None):
@@ -133,10 +136,14 @@ class TokensiftGpu:
     def _prepare_ctypes(self, cell: Cell, seeds):
         torch = _torch()
         lib = self.lib()
-        s = self.tc.Sampler(lib, self.tc.BACKEND_CUDA, self.algo)
+        s = self.tc.Sampler(lib, self.backend, self.algo)
+
+        def stream():
+            return torch.cuda.current_stream().cuda_stream if DEVICE == "cuda" else 0
+
         ws_bytes = s.workspace_size(cell.batch, cell.vocab, cell.dtype)
         ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=DEVICE)
-        s.workspace_init(ws.data_ptr(), ws_bytes, torch.cuda.current_stream().cuda_stream)
+        s.workspace_init(ws.data_ptr(), ws_bytes, stream())
         tokens = torch.empty(cell.batch, dtype=torch.int32, device=DEVICE)
         kept = torch.empty(cell.batch, dtype=torch.int32, device=DEVICE)
         status = torch.empty(cell.batch, dtype=torch.int32, device=DEVICE)
@@ -145,7 +152,7 @@ class TokensiftGpu:
 
         def call(x, kept_ptr=0):
             s.sample(x.data_ptr(), cell.batch, cell.vocab, x.stride(0), cell.dtype, tokens.data_ptr(),
-                     ws.data_ptr(), ws_bytes, torch.cuda.current_stream().cuda_stream,
+                     ws.data_ptr(), ws_bytes, stream(),
                      row_status=status.data_ptr(), kept_counts=kept_ptr)
             return tokens
 
@@ -154,7 +161,8 @@ class TokensiftGpu:
 
         def kept_counts(x):
             call(x, kept.data_ptr())
-            torch.cuda.synchronize()
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
             return kept.clone()
 
         r = Runner(run=run, kept=kept_counts, workspace_bytes=ws_bytes, note="C ABI via ctypes")

@@ -349,6 +349,7 @@ class Bench:
                                               timing="wall clock, synchronized", note=f"{reps} reps")
                             rec["parts_us"] = {k: round(v, 2) for k, v in parts.items()}
                             self.result["cpu_roundtrip"].append(rec)
+                            self.result["records"].append(rec)
                         except Exception as e:  # noqa: BLE001
                             self.error(where, e)
                     del cell
