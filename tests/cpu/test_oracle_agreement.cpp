@@ -126,6 +126,9 @@ TEST(CpuVsOracle, HandBuiltBoundaries) {
   add({3e38f, 1.0f}, 0.0f, 0.0f, 0, 1.0f);                              // ... but greedy is fine
   add({-3e38f, 1.0f, -2e38f, 0.5f}, 0.5f, 0.0f, 0, 1.0f);               // x / T underflows
   add({-inf, -inf, 2.0f, -inf}, 1.0f, 0.5f, 3, 0.9f);
+  // Every finite x / T underflows to -inf: no eligible token.  The contract
+  // assumes z_max exists; the oracle (and the CPU backend) say NO_VALID_TOKEN.
+  add({-3e38f, -2e38f, -inf}, 0.1f, 0.0f, 0, 1.0f);
   add({2.0f, 1.0f, 0.0f, -1.0f}, 1.0f, 0.0f, 2, 0.7f);
   add({5.0f, 5.0f, 5.0f}, 2.0f, 0.0f, 0, 1e-6f);
   add({1.0f, 0.0f, -1.0f, -2.0f, -3.0f}, 1.0f, std::exp(-2.0f), 4, 0.999999f);
