@@ -137,11 +137,22 @@ def tvd(counts, p):
     return 0.5 * float(np.abs(counts / counts.sum() - p).sum())
 
 
-def tvd_noise_floor(p, n, trials=64, seed=0):
-    """TVD of exact multinomial samples of size n: what a perfect sampler scores."""
+def tvd_null(p, n, trials=200, seed=0):
+    """TVDs of exact multinomial samples of size n: what a perfect sampler scores."""
     rng = np.random.default_rng(seed)
-    vals = np.array([tvd(rng.multinomial(n, p), p) for _ in range(trials)])
+    return np.array([tvd(rng.multinomial(n, p), p) for _ in range(trials)])
+
+
+def tvd_noise_floor(p, n, trials=64, seed=0):
+    """(mean, p99) of tvd_null."""
+    vals = tvd_null(p, n, trials, seed)
     return float(vals.mean()), float(np.quantile(vals, 0.99))
+
+
+def tvd_p_value(observed, null):
+    """Fraction of exact samples at least as far from p as the observed one
+    (with the usual +1 so it is never 0): small = the sampler is off."""
+    return (1 + int(np.count_nonzero(null >= observed))) / (1 + len(null))
 
 
 # ------------------------------------------------ the contract, a batch --

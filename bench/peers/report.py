@@ -146,13 +146,15 @@ def markdown(res):
     if freq:
         out += ["## Frequency test", "",
                 "TVD of the drawn tokens against the contract's exact distribution; floor = mean TVD of an "
-                "exact multinomial sample of the same size (p99 beside it).", "",
-                "| impl | case | row | draws | TVD | floor (p99) | TVD / floor | mass outside kept set |",
-                "|---|---|---|---|---|---|---|---|"]
+                "exact multinomial sample of the same size (p99 beside it); p = fraction of 200 exact samples "
+                "at least as far off (a correct sampler gives p spread over (0, 1]; p < 0.01 is suspect).", "",
+                "| impl | case | row | draws | TVD | floor (p99) | TVD / floor | p | mass outside kept set |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for f in freq:
+            pv = f.get("p_value")
             out.append(f"| {f['impl']} | {f['case']} | {f['row']} | {f['draws']} | {f['tvd']:.5f} | "
                        f"{f['floor_mean']:.5f} ({f['floor_p99']:.5f}) | {f['tvd_over_floor']:.2f} | "
-                       f"{f['mass_outside_contract']:.2e} |")
+                       f"{'n/a' if pv is None else f'{pv:.3f}'} | {f['mass_outside_contract']:.2e} |")
         out.append("")
     crt = res.get("cpu_roundtrip", [])
     if crt:

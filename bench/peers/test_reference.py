@@ -117,6 +117,9 @@ def test_tvd_and_noise_floor():
     biased /= biased.sum()
     assert ref.tvd(rng.multinomial(n, biased), p) > 5 * q99
     assert ref.tvd(p * n, p) < 1e-12
+    null = ref.tvd_null(p, n, trials=100)
+    assert ref.tvd_p_value(ref.tvd(rng.multinomial(n, biased), p), null) < 0.02
+    assert ref.tvd_p_value(0.0, null) == 1.0
 
 
 def test_inputs():
