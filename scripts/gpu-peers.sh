@@ -87,4 +87,5 @@ for f in "$OUT"/peers-*.json; do
 done
 echo "== done at $(elapsed) s (run_peers rc $rc); files in $OUT:"
 ls -la "$OUT"
+sleep 1  # let tee flush the log
 exit $rc
