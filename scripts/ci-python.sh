@@ -11,6 +11,7 @@ venv="${TOKENSIFT_CI_VENV:-$root/build/ci-python-venv}"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
+mkdir -p "$root/build"
 echo "== python package: venv $venv"
 "$python" -m venv "$venv"
 # shellcheck disable=SC1091

@@ -60,7 +60,7 @@ echo "== build took $(( $(date +%s) - start )) s" >> "$log"
 cd "$root/build"
 python -c "import tokensift as t; print('tokensift', t.__version__, t.__file__, 'cuda_available', t.cuda_available())" >> "$log" 2>&1
 python -m pytest -rs -q "$root/python/tests" -p no:cacheprovider \
-  --junitxml="$out/python-gpu-junit.xml" >> "$log" 2>&1
+  -o junit_family=xunit1 --junitxml="$out/python-gpu-junit.xml" >> "$log" 2>&1
 rc=$?
 
 python - "$out" "$rc" <<'PY' >> "$log" 2>&1
