@@ -31,19 +31,13 @@ fi
   python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.is_available())"
 } > "$log" 2>&1
 
-# A venv that sees the machine's torch / CuPy / JAX; where venv is missing,
-# a --target folder on PYTHONPATH does the same job.
-pip_target=()
-if python3 -m venv --system-site-packages "$venv" >> "$log" 2>&1; then
-  # shellcheck disable=SC1091
-  source "$venv/bin/activate"
-else
-  echo "== venv unavailable: installing with --target" >> "$log"
-  rm -rf "$root/build/gpu-python-site"
-  pip_target=(--target "$root/build/gpu-python-site")
-  export PYTHONPATH="$root/build/gpu-python-site${PYTHONPATH:+:$PYTHONPATH}"
-  python() { python3 "$@"; }
-fi
+# A --target folder on PYTHONPATH: python3 there is itself a venv
+# (/opt/torch/.venv), and a venv made from it with --system-site-packages
+# would see the base interpreter's packages, not torch / scikit-build-core.
+pip_target=(--target "$root/build/gpu-python-site")
+rm -rf "$root/build/gpu-python-site"
+export PYTHONPATH="$root/build/gpu-python-site${PYTHONPATH:+:$PYTHONPATH}"
+python() { python3 "$@"; }
 
 echo "== pip install . (CUDA build)" >> "$log"
 start=$(date +%s)
