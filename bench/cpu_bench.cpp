@@ -7,7 +7,7 @@
 // with the first (results must not depend on the number of threads).
 //
 //   cpu_bench [--rows N] [--vocab 129280,151936,262208] [--threads 1,0]
-//             [--dtypes f32,bf16] [--cases k50_p0.9,...] [--algo auto|pivot|sort]
+//             [--dtypes f32,bf16 (also f16)] [--cases k50_p0.9,...] [--algo auto|pivot|sort]
 //             [--min-time SECONDS] [--out results.json]
 // --threads 0 means all hardware threads.
 #include <algorithm>
@@ -57,6 +57,19 @@ uint16_t to_bf16(float f) {  // round to nearest even (inputs are finite)
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+uint16_t to_f16(float f) {  // round to nearest even; the inputs are normal fp16 range
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const float a = std::fabs(f);
+  if (a < 6.103515625e-05f) {  // fp16 subnormal or zero: multiples of 2^-24
+    return (uint16_t)(sign | (uint32_t)std::nearbyint(a * 16777216.0f));
+  }
+  uint32_t m = u & 0x7fffffffu;
+  m = m + 0xfffu + ((m >> 13) & 1u);  // round the 13 dropped bits to nearest even
+  return (uint16_t)(sign | ((m - 0x38000000u) >> 13));
 }
 
 std::vector<float> make_logits(int64_t rows, int64_t vocab, uint64_t seed) {
@@ -138,8 +151,8 @@ int main(int argc, char** argv) {
   int mismatches = 0;
   for (int64_t vocab : vocabs) {
     const std::vector<float> x = make_logits(rows, vocab, 0x5eed0000u + (uint64_t)vocab);
-    std::vector<uint16_t> xb(x.size());
-    for (size_t i = 0; i < x.size(); ++i) xb[i] = to_bf16(x[i]);
+    std::vector<uint16_t> xb(x.size()), xh(x.size());
+    for (size_t i = 0; i < x.size(); ++i) xb[i] = to_bf16(x[i]), xh[i] = to_f16(x[i]);
     std::vector<uint64_t> seeds((size_t)rows);
     for (int64_t r = 0; r < rows; ++r) seeds[(size_t)r] = 1000 + (uint64_t)r;
     for (const std::string& dt : dtypes) {
@@ -147,8 +160,10 @@ int main(int argc, char** argv) {
       view.rows = rows;
       view.vocab = vocab;
       view.row_stride = vocab;
-      view.dtype = dt == "bf16" ? DType::kBF16 : DType::kF32;
-      view.data = dt == "bf16" ? (const void*)xb.data() : (const void*)x.data();
+      view.dtype = dt == "bf16" ? DType::kBF16 : dt == "f16" ? DType::kF16 : DType::kF32;
+      view.data = dt == "bf16"  ? (const void*)xb.data()
+                  : dt == "f16" ? (const void*)xh.data()
+                                : (const void*)x.data();
       for (const std::string& cname : cases) {
         const Case* c = nullptr;
         for (const Case& k : kCases)
