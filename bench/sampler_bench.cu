@@ -116,6 +116,7 @@ struct Options {
   std::vector<int64_t> batches = {1, 4, 16, 64, 256, 1024};
   std::vector<std::string> dtypes = {"fp32", "bf16"};
   std::vector<std::string> dists = {"outlier_head", "flat", "dominant"};
+  std::vector<std::string> cases;  // empty: all
   int64_t sort_max_batch = 256;
   int reps = 15;
   std::string command;
@@ -146,6 +147,7 @@ int main(int argc, char** argv) {
     else if (a == "--vocabs") o.vocabs = split<int64_t>(next(), [](const std::string& s) { return std::stoll(s); });
     else if (a == "--batches") o.batches = split<int64_t>(next(), [](const std::string& s) { return std::stoll(s); });
     else if (a == "--dtypes") o.dtypes = split<std::string>(next(), [](const std::string& s) { return s; });
+    else if (a == "--cases") o.cases = split<std::string>(next(), [](const std::string& s) { return s; });
     else if (a == "--dists") o.dists = split<std::string>(next(), [](const std::string& s) { return s; });
     else if (a == "--sort-max-batch") o.sort_max_batch = std::atoll(next());
     else if (a == "--reps") o.reps = std::atoi(next());
@@ -216,6 +218,8 @@ int main(int argc, char** argv) {
             const int calls = algo == Algo::kSort ? std::min(copies, 8) : copies;
             for (const Case& c : kCases) {
               if (dist != Dist::kOutlierHead && (std::strcmp(c.name, "greedy") == 0)) continue;
+              if (!o.cases.empty() && std::find(o.cases.begin(), o.cases.end(), std::string(c.name)) == o.cases.end())
+                continue;
               SamplingParams p;
               p.temperature.value = c.t;
               p.min_p.value = c.min_p;

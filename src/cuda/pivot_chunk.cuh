@@ -15,12 +15,11 @@
 //                else the top kTopPEmit..kCap;
 //   top-p rows   kTopPEmit, a guess: the band of mass that matters is usually
 //                a few dozen tokens; the merge verifies it.
-// Selection is Qrita's pivot idea (Gaussian sigma truncation, then a
-// multi-pivot search): seven pivots a round, the first at Gaussian quantiles
-// of the chunk, counted in registers with one block reduction a round; it
-// stops once some pivot keeps between n and kCap tokens, usually in the first
-// or second round.  Exact ties at the boundary (flat rows, bf16) end in an
-// index-ordered scan that keeps the lowest indices.
+// Selection is Qrita's pivot idea: one threshold guessed from a Gaussian fit
+// of the chunk (sigma truncation), verified by a count; a radix select over
+// the order keys when the guess misses (block_threshold_select.cuh).  Exact
+// ties at the boundary (flat rows, bf16) end in an index-ordered scan that
+// keeps the lowest indices.
 // Plain rows (no filter) run the exponential race on the chunk directly;
 // greedy rows only reduce the argmax.
 #pragma once
@@ -28,6 +27,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "cuda/block_threshold_select.cuh"
 #include "cuda/cuda_utils.cuh"
 #include "cuda/pivot_types.cuh"
 #include "cuda/row_config.cuh"
@@ -47,19 +47,6 @@ struct ChunkStatsOp {
   }
 };
 
-constexpr int kPivots = 7;
-struct PivotCounts {
-  int c[kPivots];
-};
-struct PivotCountsOp {
-  __device__ PivotCounts operator()(const PivotCounts& a, const PivotCounts& b) const {
-    PivotCounts r;
-#pragma unroll
-    for (int q = 0; q < kPivots; ++q) r.c[q] = a.c[q] + b.c[q];
-    return r;
-  }
-};
-
 template <class Policy>
 struct ChunkSmem {
   using Reduce = cub::BlockReduce<ChunkStats, Policy::kThreads>;
@@ -67,43 +54,17 @@ struct ChunkSmem {
   using ReduceInt = cub::BlockReduce<int, Policy::kThreads>;
   using ReduceF64 = cub::BlockReduce<double, Policy::kThreads>;
   using Scan = cub::BlockScan<int, Policy::kThreads>;
-  using ReduceCounts = cub::BlockReduce<PivotCounts, Policy::kThreads>;
-  using ReduceU32 = cub::BlockReduce<uint32_t, Policy::kThreads>;
   union {
-    typename ReduceCounts::TempStorage counts;
-    typename ReduceU32::TempStorage reduce_u32;
     typename Reduce::TempStorage reduce;
     typename ReduceU64::TempStorage reduce_u64;
     typename ReduceInt::TempStorage reduce_int;
     typename ReduceF64::TempStorage reduce_f64;
     typename Scan::TempStorage scan;
   } temp;
+  ThresholdSmem<Policy::kThreads> thresh;
   ChunkStats stats;
-  PivotCounts counts_out;
-  uint32_t u32_out;
   int count;
 };
-
-template <class Policy>
-__device__ __forceinline__ PivotCounts block_sum_counts(const PivotCounts& v, ChunkSmem<Policy>& sm) {
-  __syncthreads();
-  const PivotCounts r = typename ChunkSmem<Policy>::ReduceCounts(sm.temp.counts).Reduce(v, PivotCountsOp{});
-  if (threadIdx.x == 0) sm.counts_out = r;
-  __syncthreads();
-  return sm.counts_out;
-}
-
-struct MaxU32 {
-  __device__ __forceinline__ uint32_t operator()(uint32_t a, uint32_t b) const { return a > b ? a : b; }
-};
-template <class Policy>
-__device__ __forceinline__ uint32_t block_max_u32(uint32_t v, ChunkSmem<Policy>& sm) {
-  __syncthreads();
-  const uint32_t r = typename ChunkSmem<Policy>::ReduceU32(sm.temp.reduce_u32).Reduce(v, MaxU32{});
-  if (threadIdx.x == 0) sm.u32_out = r;
-  __syncthreads();
-  return sm.u32_out;
-}
 
 // Loads this thread's kItems logits.  Item j = i * kVec + v sits at
 // begin + (i * kThreads + tid) * kVec + v: 16-byte vectors, coalesced.
@@ -277,96 +238,29 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     cnt = sm.count;
   }
   int n = cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
-  if (cfg.m_active && cnt <= Policy::kCap) n = cnt;  // the whole local min-p set fits
+  const int cap = cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;  // emit between n and cap
+  if (cfg.m_active && cnt <= cap) n = cnt;  // the whole local min-p set fits
   n = min(n, cnt);
 
-  // Multi-pivot threshold search over the order keys, all in registers: each
-  // round counts the active keys at or above 7 pivots (one fixed-shape block
-  // reduction, no atomics).  Round 0 places the pivots at Gaussian quantiles
-  // of the chunk (mean and deviation of z: Qrita's sigma truncation) for
-  // expected counts bracketing [n, kCap]; later rounds split the remaining
-  // key interval evenly.  Stops when some pivot keeps between n and kCap
-  // tokens, or the interval is one key (exact ties: cut by index below).
+  // Threshold: one pivot guessed from a Gaussian fit of the chunk (Qrita's
+  // sigma truncation, aimed at keeping (n + cap) / 2 tokens), then a radix
+  // select when the guess misses [n, cap] (block_threshold_select.cuh).
   uint32_t prefix = 0;
   bool ties_mode = false;
   int take = 0;
   if (n < cnt) {
-    uint32_t lo = 1, hi = 0;  // count(>= lo) >= n; the answer is <= hi
-    int cnt_lo = cnt, cnt_above_hi = 0;
-#pragma unroll
-    for (int j = 0; j < kItems; ++j) hi = key[j] > hi ? key[j] : hi;
-    hi = block_max_u32<Policy>(hi, sm);
-    const float mean = stats.sum / (float)max(stats.eligible, 1);
-    const float var = fmaxf(stats.sumsq / (float)max(stats.eligible, 1) - mean * mean, 0.0f);
-    const float sigma = sqrtf(var);
-    bool done = false;
-    for (int round = 0; round < 40 && !done; ++round) {
-      uint32_t piv[kPivots];
-      if (round == 0) {
-        // Expected counts from below n to above kCap.
-        const float target[kPivots] = {0.6f, 0.85f, 1.0f, 1.0f, 1.0f, 1.0f, 1.5f};
-#pragma unroll
-        for (int q = 0; q < kPivots; ++q) {
-          float e = q < 2 ? n * target[q] : (q < 6 ? n + (Policy::kCap - n) * (q - 1) / 5.0f : Policy::kCap * target[q]);
-          e = fminf(fmaxf(e, 0.5f), (float)cnt - 0.5f);
-          const float zq = mean + sigma * normcdfinvf(1.0f - e / (float)stats.eligible);
-          uint32_t kq = contract::order_key(zq);
-          kq = kq < lo + 1 ? lo + 1 : (kq > hi ? hi : kq);
-          piv[q] = kq;
-        }
-        // ascending keys = descending expected counts: sort the 7 (tiny)
-#pragma unroll
-        for (int a2 = 0; a2 < kPivots; ++a2)
-#pragma unroll
-          for (int b2 = 0; b2 + 1 < kPivots - a2; ++b2)
-            if (piv[b2] > piv[b2 + 1]) {
-              const uint32_t t2 = piv[b2];
-              piv[b2] = piv[b2 + 1];
-              piv[b2 + 1] = t2;
-            }
-      } else {
-        const uint64_t span = (uint64_t)hi - lo;
-#pragma unroll
-        for (int q = 0; q < kPivots; ++q) piv[q] = lo + (uint32_t)((span * (q + 1) + kPivots) / (kPivots + 1));
-      }
-      PivotCounts pc{};
-#pragma unroll
-      for (int j = 0; j < kItems; ++j)
-#pragma unroll
-        for (int q = 0; q < kPivots; ++q) pc.c[q] += key[j] != 0 && key[j] >= piv[q];
-      pc = block_sum_counts<Policy>(pc, sm);
-      // Largest pivot keeping >= n tokens; smallest keeping < n.
-      int best = -1;
-#pragma unroll
-      for (int q = 0; q < kPivots; ++q) {
-        if (piv[q] <= lo || piv[q] > hi) continue;
-        if (pc.c[q] >= n) {
-          if (piv[q] > lo) {
-            lo = piv[q];
-            cnt_lo = pc.c[q];
-          }
-          best = q;
-        } else if (piv[q] - 1 < hi) {
-          hi = piv[q] - 1;
-          cnt_above_hi = pc.c[q];
-        }
-      }
-      (void)best;
-      if (cnt_lo <= Policy::kCap) {
-        prefix = lo;
-        done = true;
-      } else if (lo >= hi) {
-        prefix = lo;  // the exact n-th key: keep the keys above it and n - above of its ties
-        ties_mode = true;
-        take = n - cnt_above_hi;
-        done = true;
-      }
+    uint32_t guess = 0;
+    const float inv = 1.0f / (float)max(stats.eligible, 1);
+    const float mean = stats.sum * inv;
+    const float sigma = sqrtf(fmaxf(stats.sumsq * inv - mean * mean, 0.0f));
+    if (sigma > 0.0f && cnt == stats.eligible) {
+      const float e = 0.5f * (float)(n + cap);
+      guess = contract::order_key(mean + sigma * normcdfinvf(1.0f - e * inv));
     }
-    if (!done) {  // cannot happen (the interval shrinks 8x a round); stay safe: exact ties at lo
-      prefix = lo;
-      ties_mode = true;
-      take = n - cnt_above_hi;
-    }
+    const ThresholdResult t = block_threshold_select<Policy::kThreads, kItems, uint32_t>(key, n, cap, guess, sm.thresh);
+    prefix = t.key;
+    ties_mode = t.exact;
+    take = n - t.count_gt;
   }
 
   // Emission flags; ties at the boundary go to the lowest indices, found by an

@@ -20,6 +20,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cuda/block_bitonic_sort.cuh"
+#include "cuda/block_threshold_select.cuh"
 #include "cuda/cuda_utils.cuh"
 #include "cuda/pivot_fallback.cuh"
 #include "cuda/pivot_types.cuh"
@@ -53,7 +54,9 @@ struct MergeSmem {
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   using ReduceInt = cub::BlockReduce<int, Policy::kThreads>;
   using ScanF64 = cub::BlockScan<double, Policy::kThreads>;
+  using ScanInt = cub::BlockScan<int, Policy::kThreads>;
   union {
+    typename ScanInt::TempStorage scan_int;
     typename Reduce::TempStorage reduce;
     typename ReduceF64::TempStorage f64;
     typename ReduceU64::TempStorage u64;
@@ -61,7 +64,8 @@ struct MergeSmem {
     typename ScanF64::TempStorage scan;
   } temp;
   uint64_t cand[Policy::kMergeCap];
-  int chunk_emitted[Policy::kMaxMergeChunks];
+  int chunk_offset[Policy::kMaxMergeChunks];
+  ThresholdSmem<Policy::kThreads> thresh;
   RowStats stats;
   double dval;
   uint64_t uval;
@@ -222,23 +226,53 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   const uint32_t lb = cfg.m_active ? 0u : rs.lb;
   if (threadIdx.x == 0) sm.count = 0;
   const bool small_s = a.chunks <= Policy::kMaxMergeChunks;
-  if (small_s) {  // emitted counts -> prefix offsets in shared memory
-    for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) sm.chunk_emitted[c] = load_cg(&sum[c].emitted);
+  if (small_s) {  // exclusive prefix of the chunks' emitted counts, in shared memory
+    int em = 0;
+    if (threadIdx.x < a.chunks) em = load_cg(&sum[threadIdx.x].emitted);
+    int off;
+    __syncthreads();
+    typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(em, off);
+    if (threadIdx.x < a.chunks) sm.chunk_offset[threadIdx.x] = off;
   }
   __syncthreads();
   bool use_list = rs.emitted <= Policy::kMergeCap * 4;
   if (use_list) {
     const uint64_t* cands = a.candidates + row_id * a.chunks * Policy::kCap;
-    const int64_t total_slots = (int64_t)a.chunks * Policy::kCap;
-    for (int64_t slot = threadIdx.x; slot < total_slots; slot += Policy::kThreads) {
-      const int c = (int)(slot / Policy::kCap), e = (int)(slot % Policy::kCap);
-      const int em = small_s ? sm.chunk_emitted[c] : load_cg(&sum[c].emitted);
-      if (e >= em) continue;
-      const uint64_t p = load_cg(&cands[slot]);
-      if (packed_key(p) < lb) continue;
-      if (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(p)), zmax, cfg.ln_minp)) continue;
+    auto consider = [&](uint64_t p) {
+      if (packed_key(p) < lb) return;
+      if (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(p)), zmax, cfg.ln_minp)) return;
       const int at = atomicAdd(&sm.count, 1);
       if (at < Policy::kMergeCap) sm.cand[at] = p;
+    };
+    if (small_s) {
+      // Only real candidates, four independent loads in flight per thread.
+      constexpr int kUnroll = 4;
+      for (int base = 0; base < rs.emitted; base += Policy::kThreads * kUnroll) {
+        uint64_t p[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int f = base + u * Policy::kThreads + threadIdx.x;
+          p[u] = 0;
+          if (f < rs.emitted) {
+            int lo = 0, hi = a.chunks - 1;  // last chunk whose offset <= f
+            while (lo < hi) {
+              const int mid = (lo + hi + 1) >> 1;
+              if (sm.chunk_offset[mid] <= f) lo = mid;
+              else hi = mid - 1;
+            }
+            p[u] = load_cg(&cands[(int64_t)lo * Policy::kCap + (f - sm.chunk_offset[lo])]);
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+          if (p[u]) consider(p[u]);
+      }
+    } else {
+      const int64_t total_slots = (int64_t)a.chunks * Policy::kCap;
+      for (int64_t slot = threadIdx.x; slot < total_slots; slot += Policy::kThreads) {
+        const int c = (int)(slot / Policy::kCap), e = (int)(slot % Policy::kCap);
+        if (e < load_cg(&sum[c].emitted)) consider(load_cg(&cands[slot]));
+      }
     }
     __syncthreads();
     use_list = sm.count <= Policy::kMergeCap;
@@ -249,8 +283,47 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     const bool complete =
         next == 0 || (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(next)), zmax,
                                                               cfg.ln_minp));
-    d = decide_from_list<Policy>(sm, sm.count, complete, next, false, cfg, zmax,
-                                 [&] { return chunk_mass(); });
+    int n = sm.count;
+    uint64_t bound = next;
+    bool whole = complete;
+    // Pre-select: when a top-k or top-p row has many candidates, keep only
+    // the top few hundred by key before sorting; what is dropped just lowers
+    // the point down to which the list is exact (`bound`).
+    if (n > Policy::kPreselect && !cfg.m_active && (!cfg.k_active || cfg.top_k <= Policy::kPreselect / 2)) {
+      constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
+      uint64_t v[kSlots];
+#pragma unroll
+      for (int s2 = 0; s2 < kSlots; ++s2) {
+        const int i = s2 * Policy::kThreads + threadIdx.x;
+        v[s2] = i < n ? sm.cand[i] : 0ull;
+      }
+      const int need = cfg.k_active ? cfg.top_k : Policy::kPreselect / 4;
+      const ThresholdResult t =
+          block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, Policy::kPreselect, 0, sm.thresh);
+      int mine = 0;
+      uint64_t dropped = 0;
+#pragma unroll
+      for (int s2 = 0; s2 < kSlots; ++s2) {
+        const bool keep = v[s2] != 0 && packed_key(v[s2]) >= t.key;
+        mine += keep;
+        if (!keep && v[s2] > dropped) dropped = v[s2];
+      }
+      int pos, kept_total;
+      __syncthreads();
+      typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept_total);
+      __syncthreads();
+#pragma unroll
+      for (int s2 = 0; s2 < kSlots; ++s2)
+        if (v[s2] != 0 && packed_key(v[s2]) >= t.key) sm.cand[pos++] = v[s2];
+      __syncthreads();
+      const uint64_t dmax = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(dropped, MaxU64{});
+      if (threadIdx.x == 0) sm.uval = dmax;
+      __syncthreads();
+      n = kept_total;
+      if (sm.uval > bound) bound = sm.uval;
+      whole = whole && sm.uval == 0;
+    }
+    d = decide_from_list<Policy>(sm, n, whole, bound, false, cfg, zmax, [&] { return chunk_mass(); });
   }
 
   // ---- 2. bounded gather: every token that can be kept, from the row ----

@@ -11,10 +11,12 @@ struct PivotPolicy {
   static constexpr int kMinBlocksPerSm = 4;   // caps registers at 64 so 4 CTAs (64 KB of loads) fit per SM
   static constexpr int kItems = 16;           // logits per thread in the chunk phase
   static constexpr int kChunk = kThreads * kItems;  // 4096 logits per CTA
-  static constexpr int kCap = 64;             // most candidates a chunk emits
-  static constexpr int kTopPEmit = 32;        // candidates a chunk emits for top-p-only rows
-  static constexpr int kMergeCap = 4096;      // most candidates the merge sorts in shared memory
-  static constexpr int kMaxMergeChunks = 128; // chunk counts cached in shared memory (V <= 512K)
+  static constexpr int kCap = 128;            // most candidates a chunk emits (top-k rows)
+  static constexpr int kTopPEmit = 32;        // top-p / min-p rows: emit between kTopPEmit
+  static constexpr int kTopPEmitMax = 64;     //   and kTopPEmitMax candidates
+  static constexpr int kMergeCap = 4096;      // most candidates the merge holds in shared memory
+  static constexpr int kPreselect = 256;      // above this many, the merge keeps only the top ones before sorting
+  static constexpr int kMaxMergeChunks = 256; // chunk offsets cached in shared memory (V <= 1M); one per thread
   static constexpr int kFallbackPivots = 3;   // quaternary search in the fallback
 };
 

@@ -46,6 +46,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, smem.chunk);
 
   // Last-CTA-done: every writer fences its own stores, then one ticket.
+  // (Threads fence unconditionally: which of them wrote candidates is not
+  // tracked, and a fence after no stores is cheap.)
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) {
