@@ -152,6 +152,10 @@ TEST(CErrors, NullPointer) {
   EXPECT_EQ(tokensift_create(nullptr, &s), TOKENSIFT_ERROR_NULL_POINTER);
   EXPECT_TRUE(mentions(tokensift_last_error(), {"config"}));
   CCall c;
+  if (c.bytes > 0) {
+    EXPECT_EQ(tokensift_workspace_init(c.sampler, nullptr, c.bytes, nullptr), TOKENSIFT_ERROR_NULL_POINTER);
+    EXPECT_TRUE(mentions(tokensift_last_error(), {"workspace"}));
+  }
   EXPECT_EQ(tokensift_workspace_size(c.sampler, kRows, kVocab, TOKENSIFT_DTYPE_F32, nullptr), TOKENSIFT_ERROR_NULL_POINTER);
   EXPECT_EQ(tokensift_workspace_size(nullptr, kRows, kVocab, TOKENSIFT_DTYPE_F32, &c.bytes), TOKENSIFT_ERROR_NULL_POINTER);
 }
