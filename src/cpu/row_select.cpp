@@ -5,12 +5,14 @@
 //   2. no top-k, no top-p: race every survivor.  Groups of four tokens whose
 //      keys all lie below the race bound (z + kMaxRaceBoost < best score so far,
 //      also a key threshold) skip Philox; the rest are scored in batches.
-//   3. top-k / top-p: one counting (top-k) or mass (top-p) pass against a
-//      ladder of thresholds z_max - delta picks the tightest one that must hold
-//      the kept set; only tokens above it are gathered.  top-k keeps the first k
-//      with nth_element; top-p sorts a growing head of the candidates
+//   3. top-k: counting passes, a binary search over a ladder of thresholds
+//      z_max - delta, find the tightest one that at least k tokens clear;
+//      top-p: one vectorized pass for W, then sparse gathers at growing
+//      distances below z_max until the candidates carry more than p * W.
+//      Only those candidates are kept.  top-k takes the first k with
+//      nth_element; top-p sorts a growing head of the candidates
 //      (nth_element + sort of twice as many each round) until the prefix mass
-//      reaches p * W.  If the mass estimate proves short, everything is gathered.
+//      reaches p * W.  If the estimate proves short, everything is gathered.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -77,34 +79,20 @@ uint32_t top_k_threshold(const uint32_t* key, int64_t n, const Ladder& lad, int6
   return hi < kLadder ? lad.thr[hi] : kmin;
 }
 
-// mass[j]: mass of the tokens with key >= thr[j]; returns the mass of all with
-// key >= kmin.  Each token's level (how many thresholds it clears) is counted
-// branch-free, then its weight goes to that level's bin (four interleaved
-// copies, so consecutive adds do not wait on each other).
-double ladder_masses(const uint32_t* key, int64_t n, const Ladder& lad, uint32_t kmin, float z_max,
-                     double* mass) {
-  double w[kBlock];
-  uint32_t level[kBlock];
-  double bins[kLanes][kLadder + 1] = {};
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t len = std::min(n - b, kBlock);
-    weights(key + b, len, kmin, z_max, w);
-    for (int64_t i = 0; i < len; ++i) level[i] = 0;
-    for (int j = 0; j < kLadder; ++j) {
-      const uint32_t t = lad.thr[j];
-      for (int64_t i = 0; i < len; ++i) level[i] += key[b + i] >= t;
-    }
-    for (int64_t i = 0; i < len; ++i) bins[i & (kLanes - 1)][level[i]] += w[i];
-  }
-  double total = 0.0, above = 0.0;
-  for (int lv = kLadder; lv >= 0; --lv) {
-    const double m = (bins[0][lv] + bins[1][lv]) + (bins[2][lv] + bins[3][lv]);
-    total += m;
-    // thr[j] is cleared by every token of level >= kLadder - j.
-    if (lv > 0) mass[kLadder - lv] = above += m;
-  }
-  return total;
+// Fast-exp mass of packed candidates (the estimate that accepts a gather).
+double packed_mass(const uint64_t* cand, int64_t n, float z_max) {
+  double acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l)
+      acc[l] += exp_neg((double)packed_z(cand[i + l]) - (double)z_max);
+  for (; i < n; ++i) acc[0] += exp_neg((double)packed_z(cand[i]) - (double)z_max);
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
+
+// Distances below z_max tried in turn by top-p: each gather is a cheap sparse
+// pass, and the first whose candidates carry enough mass is kept.
+constexpr float kTopPDelta[] = {2, 6, 12, 20, 40};
 
 // Packs the tokens with key >= thr into cand.  Candidates are usually sparse,
 // so blocks of 16 keys are first tested with a vectorized max.
@@ -219,26 +207,31 @@ RowResult select_row(const Load& x, int64_t vocab, const RowParams& p, const Scr
   const bool use_p = p.top_p < 1.0f;
   if (!use_k && !use_p) return race_all(s.key, vocab, p, sc, kmin, want_logprob);
 
-  const Ladder lad(sc.z_max, kmin);
   uint32_t thr = kmin;
   double tail_mass = 0.0;  // top-p only: mass of the survivors below thr
+  int64_t n = -1;          // candidates already gathered into s.cand, if >= 0
   if (use_k) {
-    thr = top_k_threshold(s.key, vocab, lad, p.top_k, kmin);
+    thr = top_k_threshold(s.key, vocab, Ladder(sc.z_max, kmin), p.top_k, kmin);
   } else {
-    double mass[kLadder];
-    const double total = ladder_masses(s.key, vocab, lad, kmin, sc.z_max, mass);
+    const double total = mass_at_least(s.key, vocab, kmin, sc.z_max);
     // A little above p * W, so that the gathered set holds the boundary token.
     const double goal = (double)p.top_p * total * (1.0 + 1e-4);
-    for (int j = 0; j < kLadder; ++j)
-      if (mass[j] >= goal) {
-        thr = lad.thr[j];
-        tail_mass = total - mass[j];
+    for (float delta : kTopPDelta) {
+      const uint32_t t = std::max(kmin, contract::order_key(sc.z_max - delta));
+      const int64_t got = gather(s.key, vocab, t, s.cand);
+      const double mass = packed_mass(s.cand, got, sc.z_max);
+      if (mass >= goal) {
+        thr = t;
+        n = got;
+        tail_mass = total - mass;
         break;
       }
+      if (t == kmin) break;  // everything is gathered already; the loop below finishes
+    }
   }
 
   for (;;) {
-    const int64_t n = gather(s.key, vocab, thr, s.cand);
+    if (n < 0) n = gather(s.key, vocab, thr, s.cand);
     int64_t n_s = n;  // survivors of min-p and top-k; with top-k all are gathered
     if (use_k && n > p.top_k) {
       std::nth_element(s.cand, s.cand + p.top_k, s.cand + n, std::greater<uint64_t>());
@@ -265,6 +258,7 @@ RowResult select_row(const Load& x, int64_t vocab, const RowParams& p, const Scr
       if (thr != kmin && !use_k) {  // the estimate fell short: gather everything
         thr = kmin;
         tail_mass = 0.0;
+        n = -1;
         continue;
       }
       m = n_s;  // all of S: p * W rounded above W's own in-order sum
