@@ -162,3 +162,39 @@ TEST(Invariance, OptionalOutputsDoNotChangeTokens) {
   ASSERT_EQ(sampler->sample(b.view(), b.sampling_params(), o, bytes ? ws.data() : nullptr, bytes), ts::Status::kOk);
   for (size_t r = 0; r < tokens.size(); ++r) EXPECT_EQ(tokens[r], full.tokens[r]) << "row " << r;
 }
+
+// The C ABI and the C++ API are two doors to the same rows.
+TEST(Invariance, CAbiEqualsCppApi) {
+  for (ts::DType d : {ts::DType::kF32, ts::DType::kBF16, ts::DType::kF16}) {
+    const HostBatch b = make_batch(400, 1000, d, 2024 + (uint64_t)d);
+    const BatchResult cpp = run_cpu(b);
+    ASSERT_EQ(cpp.status, ts::Status::kOk) << cpp.error;
+
+    tokensift_config config;
+    tokensift_config_init(&config);
+    tokensift_sampler* sampler = nullptr;
+    ASSERT_EQ(tokensift_create(&config, &sampler), TOKENSIFT_OK) << tokensift_last_error();
+    size_t bytes = 0;
+    ASSERT_EQ(tokensift_workspace_size(sampler, b.rows, b.vocab, (tokensift_dtype)b.dtype, &bytes), TOKENSIFT_OK);
+    std::vector<unsigned char> ws(bytes + 1);
+    ASSERT_EQ(tokensift_workspace_init(sampler, ws.data(), bytes, nullptr), TOKENSIFT_OK);
+    const tokensift_logits logits{b.storage.data(), b.rows, b.vocab, b.stride, (tokensift_dtype)b.dtype};
+    tokensift_params params;
+    tokensift_params_init(&params);
+    params.temperature.per_row = b.temperature.data();
+    params.min_p.per_row = b.min_p.data();
+    params.top_k.per_row = b.top_k.data();
+    params.top_p.per_row = b.top_p.data();
+    params.seed.per_row = b.seed.data();
+    params.offset.per_row = b.offset.data();
+    BatchResult c;
+    c.tokens.assign((size_t)b.rows, -3);
+    c.row_status.assign((size_t)b.rows, -3);
+    c.kept.assign((size_t)b.rows, -3);
+    c.logprobs.assign((size_t)b.rows, -3.0f);
+    const tokensift_outputs outputs{c.tokens.data(), c.row_status.data(), c.logprobs.data(), c.kept.data()};
+    c.status = (ts::Status)tokensift_sample(sampler, &logits, &params, &outputs, ws.data(), bytes, nullptr);
+    tokensift_destroy(sampler);
+    expect_same_batch(cpp, c, std::string("C ABI vs C++ API, ") + dtype_name(d));
+  }
+}
