@@ -3,7 +3,9 @@
 // docs/semantics.md before it judges any backend).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -330,4 +332,60 @@ TEST(Generators, DtypeRoundTripsAreExact) {
   EXPECT_EQ(ts::testing::float_to_f16_bits(65520.0f), 0x7c00u);
   EXPECT_EQ(ts::testing::f16_bits_to_float(0x0001u), 5.9604644775390625e-08f);
   EXPECT_EQ(ts::testing::float_to_bf16_bits(1.0f), 0x3f80u);
+}
+
+// Every distribution delivers what it promises, exactly in its dtype, and a
+// batch's storage widens to the values the oracle sees, padding NaN.
+TEST(Generators, DistributionsAndBatches) {
+  for (ts::DType d : {ts::DType::kF32, ts::DType::kBF16, ts::DType::kF16}) {
+    for (int di = 0; di < (int)ts::testing::Dist::kCount; ++di) {
+      const auto dist = (ts::testing::Dist)di;
+      ts::testing::BatchOptions o;
+      o.dist = dist;
+      const ts::testing::HostBatch b = ts::testing::make_batch(20, 500, d, 100 + (uint64_t)di, o);
+      ASSERT_GE(b.stride, b.vocab);
+      int64_t nan = 0, pos_inf = 0, neg_inf = 0, finite = 0, distinct_ties = 0;
+      for (int64_t r = 0; r < b.rows; ++r) {
+        const unsigned char* base = b.storage.data() + (size_t)(r * b.stride) * ts::dtype_size(d);
+        for (int64_t i = 0; i < b.stride; ++i) {
+          float w;
+          if (d == ts::DType::kF32) {
+            std::memcpy(&w, base + 4 * i, 4);
+          } else {
+            uint16_t h;
+            std::memcpy(&h, base + 2 * i, 2);
+            w = d == ts::DType::kBF16 ? ts::testing::bf16_bits_to_float(h) : ts::testing::f16_bits_to_float(h);
+          }
+          if (i >= b.vocab) {
+            ASSERT_TRUE(std::isnan(w)) << "padding must be NaN";
+            continue;
+          }
+          const float v = b.row(r)[i];
+          ASSERT_TRUE(c::float_bits(w) == c::float_bits(v) || (std::isnan(w) && std::isnan(v)));
+          if (!std::isnan(v)) {
+            ASSERT_EQ(c::float_bits(ts::testing::round_to_dtype(v, d)), c::float_bits(v));
+          }
+          nan += std::isnan(v);
+          pos_inf += v == std::numeric_limits<float>::infinity();
+          neg_inf += v == -std::numeric_limits<float>::infinity();
+          finite += std::isfinite(v);
+        }
+        std::vector<float> sorted(b.row(r), b.row(r) + b.vocab);
+        std::sort(sorted.begin(), sorted.end());
+        distinct_ties += std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+      }
+      using D = ts::testing::Dist;
+      const int64_t cells = b.rows * b.vocab;
+      switch (dist) {
+        case D::kWithNan: EXPECT_EQ(nan, b.rows); break;
+        case D::kWithPosInf: EXPECT_EQ(pos_inf, b.rows); break;
+        case D::kAllNegInf: EXPECT_EQ(neg_inf, cells); break;
+        case D::kHalfNegInf: EXPECT_GT(neg_inf, cells / 3); EXPECT_LT(neg_inf, 2 * cells / 3); break;
+        case D::kFlat:
+        case D::kBf16Ties: EXPECT_EQ(distinct_ties, b.rows) << "every row has ties"; break;
+        default: EXPECT_EQ(finite, cells) << ts::testing::dist_name(dist);
+      }
+      if (dist != D::kWithNan) EXPECT_EQ(nan, 0);
+    }
+  }
 }
