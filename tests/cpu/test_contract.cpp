@@ -385,7 +385,9 @@ TEST(Generators, DistributionsAndBatches) {
         case D::kBf16Ties: EXPECT_EQ(distinct_ties, b.rows) << "every row has ties"; break;
         default: EXPECT_EQ(finite, cells) << ts::testing::dist_name(dist);
       }
-      if (dist != D::kWithNan) EXPECT_EQ(nan, 0);
+      if (dist != D::kWithNan) {
+        EXPECT_EQ(nan, 0);
+      }
     }
   }
 }
