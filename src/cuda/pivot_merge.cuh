@@ -211,6 +211,42 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     return sm.dval;
   };
 
+  // A tighter floor for top-p-only rows from the chunks' tail masses: the
+  // smallest depth D whose total mass below zmax - D is provably under
+  // (1 - p) W, so the kept set lies above zmax - D.  Chunk c's tokens below
+  // zmax - D lie below zloc_c - D_c, D_c = D - (zmax - zloc_c), and its tail
+  // at the deepest reported depth <= D_c bounds their mass.
+  auto tail_floor = [&]() -> float {
+    const double budget = (1.0 - (double)cfg.top_p) * chunk_mass() * (1.0 - 1e-4);
+    constexpr int kDepths = 12;
+    float floor_z = -__builtin_huge_valf();
+    if (!(fabsf(zmax) < 1e4f)) return floor_z;  // float differences too coarse for the margins
+#pragma unroll 1
+    for (int i = kDepths - 1; i >= 0; --i) {  // deepest first: the floor only rises
+      const float depth = i == 0 ? 1.0f : i == 1 ? 2.0f : i == 2 ? 3.0f : i == 3 ? 4.0f : i == 4 ? 6.0f
+                        : i == 5 ? 8.0f : i == 6 ? 10.0f : i == 7 ? 13.0f : i == 8 ? 16.0f : i == 9 ? 20.0f
+                        : i == 10 ? 26.0f : 34.0f;
+      double bound = 0;
+      for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
+        if (load_cg(&sum[c].eligible) == 0) continue;
+        const float zc = load_cg(&sum[c].zloc);
+        const float dc = depth - (zmax - zc) - 0.05f;
+        double b = load_cg(&sum[c].mass);
+#pragma unroll 1
+        for (int t = 0; t < kTailBins; ++t)
+          if (tail_depth(t) <= dc) b = load_cg(&sum[c].tail.m[t]);
+        bound += b * exp((double)zc - (double)zmax);
+      }
+      __syncthreads();
+      const double total = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(bound);
+      if (threadIdx.x == 0) sm.dval = total;
+      __syncthreads();
+      if (sm.dval < budget) floor_z = zmax - depth - 0.01f;
+      else break;
+    }
+    return floor_z;
+  };
+
   if (cfg.plain()) {
     const int32_t tok = (int32_t)packed_index(rs.race);
     float lp = kNan;
@@ -333,8 +369,9 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   // they fit on chip the row is decided exactly from them.
   if (!d.decided && (cfg.m_active || cfg.p_active)) {
     // (With min-p, W spans the whole min-p set, so the floor stays at min-p's.)
-    const float zfloor = cfg.m_active ? zmax + cfg.ln_minp - 1.0f
-                                      : zmax + logf((1.0f - cfg.top_p) / (float)a.vocab) - 1.0f;
+    float zfloor = cfg.m_active ? zmax + cfg.ln_minp - 1.0f
+                                : zmax + logf((1.0f - cfg.top_p) / (float)a.vocab) - 1.0f;
+    if (cfg.p_active && !cfg.m_active && !cfg.k_active) zfloor = fmaxf(zfloor, tail_floor());
     __syncthreads();
     if (threadIdx.x == 0) sm.count = 0;
     __syncthreads();
