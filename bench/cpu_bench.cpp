@@ -8,7 +8,7 @@
 //
 //   cpu_bench [--rows N] [--vocab 129280,151936,262208] [--threads 1,0]
 //             [--dtypes f32,bf16 (also f16)] [--cases k50_p0.9,...] [--algo auto|pivot|sort]
-//             [--min-time SECONDS] [--out results.json]
+//             [--min-time SECONDS] [--logprobs] [--out results.json]
 // --threads 0 means all hardware threads.
 #include <algorithm>
 #include <chrono>
@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   for (const Case& c : kCases) cases.push_back(c.name);
   std::string algo_name = "auto", out_path;
   double min_time = 0.5;
+  bool logprobs = false;  // also request the logprob output
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : "";
@@ -134,6 +135,7 @@ int main(int argc, char** argv) {
     else if (a == "--algo") algo_name = v, ++i;
     else if (a == "--min-time") min_time = std::atof(v), ++i;
     else if (a == "--out") out_path = v, ++i;
+    else if (a == "--logprobs") logprobs = true;
     else {
       std::fprintf(stderr, "usage: see the comment at the top of bench/cpu_bench.cpp\n");
       return 2;
@@ -144,6 +146,7 @@ int main(int argc, char** argv) {
 
   std::string json = "{\n  \"bench\": \"cpu\",\n  \"algo\": \"" + algo_name +
                      "\",\n  \"rows\": " + std::to_string(rows) +
+                     ",\n  \"logprobs\": " + (logprobs ? "true" : "false") +
                      ",\n  \"hardware_threads\": " + std::to_string(hw) + ",\n  \"results\": [";
   bool first_json = true;
   std::printf("| vocab | dtype | case | threads | rows/s | us/row | cpu us/row | mean kept |\n");
@@ -190,9 +193,11 @@ int main(int argc, char** argv) {
           std::vector<unsigned char> ws(bytes);
           check(s->workspace_init(ws.data(), bytes), "workspace_init");
           std::vector<int32_t> tokens((size_t)rows), kept((size_t)rows);
+          std::vector<float> lp((size_t)rows);
           SampleOutputs o;
           o.tokens = tokens.data();
           o.kept_counts = kept.data();
+          if (logprobs) o.logprobs = lp.data();
           check(s->sample(view, p, o, ws.data(), bytes), "sample");  // warm-up
           if (first_tokens.empty()) first_tokens = tokens;
           else if (tokens != first_tokens) {

@@ -50,6 +50,7 @@ double mass_at_least(const uint32_t* key, int64_t n, uint32_t kmin, float z_max)
   double acc[kLanes] = {};
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t len = std::min(n - b, kBlock);
+    if (count_at_least(key + b, len, kmin) == 0) continue;  // min-p rows: mostly empty
     weights(key + b, len, kmin, z_max, w);
     for (int64_t i = len; i < kBlock; ++i) w[i] = 0.0;
     for (int64_t i = 0; i < kBlock; i += kLanes)

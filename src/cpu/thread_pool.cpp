@@ -28,14 +28,17 @@ void ThreadPool::worker_loop(int id) {
       wake_.wait(lock, [&] { return stop_ || (generation_ != seen && id < active_); });
       if (stop_) return;
       seen = generation_;
+      if (!open_) continue;  // the caller already finished the work
+      ++started_;
       fn = fn_;
       context = context_;
     }
     fn(context, id);
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+      ++finished_;
     }
+    done_.notify_one();
   }
 }
 
@@ -67,13 +70,18 @@ void ThreadPool::run(int workers, JobFn fn, void* context) {
     fn_ = fn;
     context_ = context;
     active_ = workers;
-    pending_ = workers - 1;
+    open_ = true;
+    started_ = 0;
+    finished_ = 0;
     ++generation_;
   }
   wake_.notify_all();
   fn(context, 0);
+  // The job function hands out work until none is left, so once the caller's
+  // share returns nothing remains for helpers that have not joined yet.
   std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return pending_ == 0; });
+  open_ = false;
+  done_.wait(lock, [&] { return finished_ == started_; });
 }
 
 }  // namespace tokensift::detail::cpu

@@ -3,7 +3,9 @@
 // Persistent so that a sample call creates no threads and allocates nothing:
 // workers are spawned only when a call first asks for more than exist.  Calls
 // from different application threads take turns (one job at a time); each
-// worker id maps to its own slice of the caller's workspace.
+// worker id maps to its own slice of the caller's workspace.  A job closes
+// when the caller's own share is done: helpers that have not started by then
+// skip it, so a helper descheduled on a busy machine never delays a call.
 #pragma once
 
 #include <condition_variable>
@@ -37,8 +39,10 @@ class ThreadPool {
   std::condition_variable done_;
   std::vector<std::thread> threads_;  // thread i has worker id i + 1
   uint64_t generation_ = 0;
-  int active_ = 0;   // worker ids [1, active_) take part in the current job
-  int pending_ = 0;  // helpers that have not finished the current job
+  int active_ = 0;     // worker ids [1, active_) may take part in the current job
+  bool open_ = false;  // helpers may still join the current job
+  int started_ = 0;    // helpers that joined the current job
+  int finished_ = 0;   // helpers that joined and are done
   JobFn fn_ = nullptr;
   void* context_ = nullptr;
   bool stop_ = false;
