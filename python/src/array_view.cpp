@@ -171,13 +171,14 @@ float* f32_output(nb::handle h, const char* name, int64_t rows, Device device) {
   return static_cast<float*>(output_data(h, name, rows, device, dl::dtype_code::Float, "float32"));
 }
 
-void* workspace_view(nb::handle h, Device device, size_t* bytes) {
+void* workspace_view(nb::handle h, const Device* expected, size_t* bytes, Device* actual) {
   nb::ndarray<> a;
   if (!nb::try_cast(h, a, /*convert=*/false)) {
     raise_error(Status::kNullPointer, "workspace must be a writable DLPack array");
   }
   const nb::ndarray<nb::ro> view(a);
-  check_same_device(view, "workspace", device);
+  if (expected != nullptr) check_same_device(view, "workspace", *expected);
+  if (actual != nullptr) *actual = device_of_array(view);
   if (a.ndim() != 1 || (a.shape(0) > 1 && a.stride(0) != 1)) {
     raise_error(Status::kInvalidStride, "workspace must be a contiguous 1-D array");
   }

@@ -38,6 +38,10 @@ int32_t* i32_output(nb::handle value, const char* name, int64_t rows, Device dev
 float* f32_output(nb::handle value, const char* name, int64_t rows, Device device);
 
 // A caller-provided workspace: any contiguous array on `device`, in bytes.
-void* workspace_view(nb::handle value, Device device, size_t* bytes);
+// `expected` == nullptr accepts any device; `actual` (optional) receives the
+// array's device.  `value` is cast exactly once: a DLPack capsule (how CUDA
+// arrays arrive, tokensift/_arrays.py) can be consumed only once.
+void* workspace_view(nb::handle value, const Device* expected, size_t* bytes,
+                     Device* actual = nullptr);
 
 }  // namespace tokensift::py

@@ -17,8 +17,17 @@ namespace tokensift::py {
 // The sampler for this device and algo, created on first use.
 const Sampler& sampler_for(Device device, Algo algo);
 
-// A workspace of at least `bytes` for calls on `stream`, already initialised.
-// Raises WORKSPACE_TOO_SMALL when it would have to grow during capture.
-void* cached_workspace(const Sampler& sampler, Device device, void* stream, size_t bytes);
+// The shape a call lays its workspace out for.
+struct CallShape {
+  int64_t rows = 0;
+  int64_t vocab = 0;
+  DType dtype = DType::kF32;
+};
+
+// A workspace of at least `bytes` for a call of `shape` on `stream`, in the
+// state the call needs.  Raises WORKSPACE_TOO_SMALL when it would have to grow
+// during capture.
+void* cached_workspace(const Sampler& sampler, Device device, void* stream, CallShape shape,
+                       size_t bytes);
 
 }  // namespace tokensift::py

@@ -40,11 +40,12 @@ void sample(const SampleArgs& args) {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   if (!args.workspace.is_none()) {
-    workspace = workspace_view(args.workspace, device, &workspace_bytes);
+    workspace = workspace_view(args.workspace, &device, &workspace_bytes);
   } else {
     size_t need = 0;
     check(sampler.workspace_size(rows, logits.vocab, logits.dtype, &need));
-    workspace = cached_workspace(sampler, device, stream, need);
+    const CallShape shape{rows, logits.vocab, logits.dtype};
+    workspace = cached_workspace(sampler, device, stream, shape, need);
     workspace_bytes = need;
   }
   check(sampler.sample(logits, params, outputs, workspace, workspace_bytes, stream));
@@ -59,13 +60,10 @@ size_t workspace_size(int64_t rows, int64_t vocab, int dtype, int device_type, i
 }
 
 void init_workspace(nb::handle workspace, int algo, uintptr_t stream) {
-  nb::ndarray<> array;
-  if (!nb::try_cast(workspace, array, /*convert=*/false)) {
-    raise_error(Status::kNullPointer, "workspace must be a writable DLPack array");
-  }
-  const Device device = device_of(array.device_type(), array.device_id());
+  // One cast only: a second one of the same DLPack capsule fails.
+  Device device;
   size_t bytes = 0;
-  void* data = workspace_view(workspace, device, &bytes);
+  void* data = workspace_view(workspace, nullptr, &bytes, &device);
   check(sampler_for(device, algo_of(algo)).workspace_init(data, bytes, reinterpret_cast<void*>(stream)));
 }
 

@@ -189,6 +189,17 @@ def test_user_workspace(rng):
         assert err.value.status == "WORKSPACE_TOO_SMALL"
 
 
+def test_workspace_given_as_a_dlpack_capsule(rng):
+    # CUDA arrays reach the extension as DLPack capsules (_arrays.export), which
+    # can be consumed only once: init_workspace must cast its argument once.
+    from tokensift import _ext
+
+    x = random_logits(rng, 3, 128)
+    ws = np.empty(max(ts.workspace_size(3, 128, "float32", "cpu"), 1), np.uint8)
+    _ext.init_workspace(ws.__dlpack__(), 0, 0)
+    np.testing.assert_array_equal(ts.sample(x, seed=2, workspace=ws), ts.sample(x, seed=2))
+
+
 @pytest.mark.parametrize("algo", ["auto", "pivot", "sort"])
 def test_algos_agree(rng, algo):
     x = random_logits(rng, 10, 400)

@@ -49,6 +49,24 @@ def test_capture_cannot_grow_the_workspace(torch_cuda, x):
     assert err.value.status == "WORKSPACE_TOO_SMALL"
 
 
+def test_cached_workspace_serves_a_growing_batch(torch_cuda):
+    # The cached workspace is sized by the largest call so far; a smaller call's
+    # scratch must not leak into a later, larger call's state.
+    torch = torch_cuda
+    stream = torch.cuda.Stream()
+    vocab = 64
+    row = torch.randn(vocab, device="cuda")
+    top10 = set(torch.argsort(row, descending=True)[:10].tolist())
+    with torch.cuda.stream(stream):
+        ts.sample(row.repeat(4000, 1), seed=1)  # sizes the workspace for 4000 rows
+        for rows in (5, 300, 4000):
+            ts.sample(torch.randn(rows, 300, device="cuda"), seed=2)  # another layout
+            out = torch.full((rows,), -7, dtype=torch.int32, device="cuda")
+            ts.sample(row.repeat(rows, 1), top_k=10, top_p=0.6, seed=3, out=out)
+            assert set(out.tolist()) <= top10, rows
+    stream.synchronize()
+
+
 def test_user_workspace_in_a_graph(torch_cuda, x):
     torch = torch_cuda
     size = ts.workspace_size(32, 50000, "float32", "cuda")
