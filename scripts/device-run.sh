@@ -10,7 +10,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 FINAL_OUT=${OUT:-$PWD/gpu-out}
 WORK=$(mktemp -d /tmp/tokensift-run.XXXX)
-export TOKENSIFT_COMMIT=${TOKENSIFT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+# The device copy has no .git: the commit travels in .commit (written by the caller).
+export TOKENSIFT_COMMIT=${TOKENSIFT_COMMIT:-$(cat .commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 export COMMIT=$TOKENSIFT_COMMIT
 for part in "$@"; do
   name=${part%%:*}
@@ -22,7 +23,7 @@ for part in "$@"; do
     check) OUT=$WORK/check bash scripts/gpu-check.sh "$args" ;;
     python) OUT=$WORK/python bash scripts/gpu-python.sh 2>&1 | tail -25 ;;
     decode) OUT=$WORK/decode bash scripts/gpu-decode.sh 2>&1 | tail -40 ;;
-    peers) OUT=$WORK/peers bash scripts/gpu-peers.sh 2>&1 | tail -40 ;;
+    peers) OUT=$WORK/peers bash scripts/gpu-peers.sh ${args//,/ } 2>&1 | tail -40 ;;
   esac
   echo "######## $name rc=$? ($(date +%T))"
 done

@@ -147,9 +147,10 @@ TOKENSIFT_API tokensift_status tokensift_workspace_size(const tokensift_sampler*
                                                         tokensift_dtype dtype,
                                                         size_t* bytes);
 
-/* Zero-fills a freshly allocated workspace (asynchronously on `stream` for
- * CUDA).  Needed once per allocation: every call leaves the workspace in the
- * state it found it, so it is reused without clearing. */
+/* Zero-fills a workspace (asynchronously on `stream` for CUDA).  Optional:
+ * calls need no particular workspace contents (the CUDA pivot path clears the
+ * few bytes it relies on itself), so one workspace serves calls of any shape
+ * and algorithm in any order on one stream. */
 TOKENSIFT_API tokensift_status tokensift_workspace_init(const tokensift_sampler* sampler,
                                                         void* workspace, size_t workspace_bytes,
                                                         void* stream);

@@ -106,7 +106,7 @@ class Sampler {
   static Status create(const SamplerConfig& config, std::unique_ptr<Sampler>* out);
 
   Status workspace_size(int64_t rows, int64_t vocab, DType dtype, size_t* bytes) const;
-  // Once per fresh allocation; calls leave the workspace as they found it.
+  // Optional zero-fill; calls need no particular workspace contents.
   Status workspace_init(void* workspace, size_t bytes, void* stream = nullptr) const;
   // No allocation, no synchronization (CUDA), graph-capturable.
   Status sample(const LogitsView& logits, const SamplingParams& params,

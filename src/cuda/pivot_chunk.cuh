@@ -279,7 +279,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   n = min(n, cnt);
 
   // Threshold: one pivot guessed from a Gaussian fit of the chunk (Qrita's
-  // sigma truncation, aimed at keeping (n + cap) / 2 tokens), then a radix
+  // sigma truncation), then a radix
   // select when the guess misses [n, cap] (block_threshold_select.cuh).
   uint32_t prefix = 0;
   bool ties_mode = false;
@@ -290,7 +290,9 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     const float mean = stats.sum * inv;
     const float sigma = sqrtf(fmaxf(stats.sumsq * inv - mean * mean, 0.0f));
     if (sigma > 0.0f && cnt == stats.eligible) {
-      const float e = 0.5f * (float)(n + cap);
+      // Top-k rows aim just above n (fewer candidates for the merge); the
+      // others mid-window.
+      const float e = cfg.k_active ? fminf((float)cap, 1.15f * n + 2.0f) : 0.5f * (float)(n + cap);
       guess = contract::order_key(mean + sigma * normcdfinvf(1.0f - e * inv));
     }
     const ThresholdResult t = block_threshold_select<Policy::kThreads, kItems, uint32_t>(key, n, cap, guess, sm.thresh);

@@ -260,7 +260,6 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
 
   // ---- 1. the chunks' candidates ----
   const uint32_t lb = cfg.m_active ? 0u : rs.lb;
-  if (threadIdx.x == 0) sm.count = 0;
   const bool small_s = a.chunks <= Policy::kMaxMergeChunks;
   if (small_s) {  // exclusive prefix of the chunks' emitted counts, in shared memory
     int em = 0;
@@ -272,10 +271,13 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   }
   __syncthreads();
   bool use_list = rs.emitted <= Policy::kMergeCap * 4;
-  if (use_list) {
+  uint32_t key_floor = lb;
+  auto load_candidates = [&]() {
+    if (threadIdx.x == 0) sm.count = 0;
+    __syncthreads();
     const uint64_t* cands = a.candidates + row_id * a.chunks * Policy::kCap;
     auto consider = [&](uint64_t p) {
-      if (packed_key(p) < lb) return;
+      if (packed_key(p) < key_floor) return;
       if (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(p)), zmax, cfg.ln_minp)) return;
       const int at = atomicAdd(&sm.count, 1);
       if (at < Policy::kMergeCap) sm.cand[at] = p;
@@ -311,6 +313,22 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       }
     }
     __syncthreads();
+  };
+  if (use_list) {
+    load_candidates();
+    // Too many for shared memory (a top-k row over many chunks): the k-th key
+    // of the kMergeCap candidates that did fit is a valid lower bound for the
+    // row's k-th key, so reload above it.
+    if (sm.count > Policy::kMergeCap && cfg.k_active && !cfg.m_active && cfg.top_k <= Policy::kCap) {
+      constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
+      uint64_t v[kSlots];
+#pragma unroll
+      for (int s2 = 0; s2 < kSlots; ++s2) v[s2] = sm.cand[s2 * Policy::kThreads + threadIdx.x];
+      const ThresholdResult t =
+          block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, cfg.top_k, cfg.top_k, 0, sm.thresh);
+      key_floor = t.key > key_floor ? t.key : key_floor;
+      load_candidates();
+    }
     use_list = sm.count <= Policy::kMergeCap;
   }
   ListDecision d{};

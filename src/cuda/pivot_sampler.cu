@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   const RowResult r = pivot_merge_phase<T, Policy>(a, row, cfg, smem.merge, smem.fallback);
   if (threadIdx.x == 0) {
     write_result(a.out, row, r);
-    a.tickets[row] = 0;  // leave the workspace as we found it
+    a.tickets[row] = 0;
   }
 }
 
@@ -96,6 +96,12 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   a.candidates = reinterpret_cast<uint64_t*>(ws + lay.candidates);
   const int64_t blocks = logits.rows * a.chunks;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
+  // The tickets must start at zero.  Other calls on this workspace (another
+  // shape, or the sort path) may have left scratch data where this call's
+  // tickets live, so they are cleared here: one small memset node, which
+  // also keeps a captured graph self-contained.
+  const cudaError_t me = cudaMemsetAsync(a.tickets, 0, sizeof(uint32_t) * logits.rows, stream);
+  if (me != cudaSuccess) return me;
   const dim3 grid((unsigned)blocks), block(PivotPolicy::kThreads);
   switch (logits.dtype) {
     case DType::kF32:
