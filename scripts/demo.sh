@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds and runs the tokensift demo: the CPU backend everywhere, and the CUDA
-# backend too when nvcc was found at build time and a GPU is present.
+# Builds and runs the demos: the decode loop (examples/decode, docs/decode.md)
+# and the sampling API demo (examples/demo).  The CPU backend everywhere; the
+# CUDA backend and the GPU-resident loops too when nvcc was found at build time
+# and a GPU is present.
 #
-#   scripts/demo.sh [demo arguments...]
+#   scripts/demo.sh [tokensift_decode arguments...]
 # Environment: TOKENSIFT_PRESET (default "default"), TOKENSIFT_BUILD_DIR, TOKENSIFT_JOBS.
 set -euo pipefail
 
@@ -17,10 +19,19 @@ build_dir="${TOKENSIFT_BUILD_DIR:-build/$preset}"
 jobs="${TOKENSIFT_JOBS:-$(nproc)}"
 
 cmake --preset "$preset" -B "$build_dir" -DTOKENSIFT_BUILD_EXAMPLES=ON >/dev/null
-cmake --build "$build_dir" -j "$jobs" --target tokensift_demo
-demo="$(find "$build_dir" -type f -name tokensift_demo -perm -u+x | head -n 1)"
-if [ -z "$demo" ]; then
-  echo "demo.sh: tokensift_demo was not built" >&2
+cmake --build "$build_dir" -j "$jobs" --target tokensift_demo tokensift_decode
+find_bin() { find "$build_dir" -type f -name "$1" -perm -u+x | head -n 1; }
+decode="$(find_bin tokensift_decode)"
+demo="$(find_bin tokensift_demo)"
+if [ -z "$decode" ] || [ -z "$demo" ]; then
+  echo "demo.sh: tokensift_decode / tokensift_demo were not built" >&2
   exit 1
 fi
-exec "$demo" "$@"
+# The main demo: a decode loop that never copies logits to the host (all three
+# loops on a GPU; on a machine without one, the ds4-style loop on a small CPU
+# model with the CPU backend, and it says so), checked token for token.
+echo "== tokensift_decode --check $*"
+"$decode" --check "$@"
+# The sampling API on its own: a few parameter sets, CPU (and CUDA) backends.
+echo "== tokensift_demo"
+"$demo"
