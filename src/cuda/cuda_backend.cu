@@ -2,9 +2,11 @@
 // sizing, and the algorithm choice.
 //
 // Algo::kAuto picks the pivot sampler for every shape: on the H200 it beats
-// the sorting baseline in every benchmark cell (bench/results/), by more than
-// 10x from B = 1 up, and needs O(B) workspace instead of O(B * V).  The sort
-// path stays selectable as the reference baseline.
+// the sorting baseline by 23-254x in the benchmark cells except top-p-only
+// rows from B = 4, where its full-row fallback loses up to 2.6x (docs/api.md,
+// docs/perf-notes.md), and it needs O(B) workspace instead of O(B * V), which
+// a per-call switch to the sort path would give up.  The sort path stays
+// selectable as the baseline.
 #include <cuda_runtime.h>
 
 #include "api/backend.hpp"
