@@ -319,6 +319,42 @@ TEST(GpuSampler, WorkspaceReusedAcrossShapesAndAlgos) {
   }
 }
 
+// Rows the random matrix rarely or never draws: every finite x / T underflows
+// to -inf (NO_VALID_TOKEN), one finite token among -inf, V = 1, x / T
+// overflowing to +inf (NAN_INPUT).
+TEST(GpuSampler, EdgeRowsMatchCpu) {
+  TS_REQUIRE_GPU();
+  const float kInf = std::numeric_limits<float>::infinity();
+  struct Row {
+    std::vector<float> x;
+    RowParams p;
+  };
+  const std::vector<Row> rows = {
+      {{-3e38f, -2e38f}, {0.1f, 0.0f, 0, 1.0f, 1, 0}},
+      {{-3e38f, -2e38f, -1e38f}, {0.1f, 0.0f, 2, 0.5f, 1, 0}},
+      {{-kInf, -kInf, 4.0f, -kInf}, {1.0f, 0.0f, 0, 0.9f, 2, 0}},
+      {{1.5f}, {0.7f, 0.1f, 1, 0.3f, 3, 0}},
+      {{3e38f, 1.0f}, {0.5f, 0.0f, 0, 1.0f, 4, 0}},
+      {{3e38f, 1.0f}, {0.0f, 0.0f, 0, 1.0f, 4, 0}},
+  };
+  for (const Row& r : rows) {
+    const int64_t v = (int64_t)r.x.size();
+    HostBatch b(1, v, v, DType::kF32);
+    b.set_row(0, r.x.data());
+    b.set_params(0, r.p);
+    DeviceBatch d(b);
+    GpuSampler g;
+    ASSERT_EQ(g.init(Algo::kAuto, 1, v, DType::kF32), Status::kOk);
+    d.poison();
+    ASSERT_EQ(g.run(d), Status::kOk);
+    TS_CUDA_OK(cudaDeviceSynchronize());
+    const Results gpu = d.fetch();
+    const OracleResult ref = oracle_sample(b.row(0), v, r.p);
+    EXPECT_EQ(check_row(ref, gpu.status[0], gpu.token[0], gpu.kept[0], &gpu.logprob[0]), "")
+        << "V=" << v << " " << describe(r.p);
+  }
+}
+
 TEST(GpuSampler, InvalidPerRowParamsGetRowStatus) {
   TS_REQUIRE_GPU();
   HostBatch b = make_batch(6, 5000, DType::kF32, 5, BatchOptions{Dist::kGaussian});
