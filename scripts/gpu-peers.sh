@@ -6,8 +6,12 @@
 #     bash scripts/gpu-peers.sh            (add --quick for a short run)
 #
 # 1. installs the carried wheels (.whl/: trimmed FlashInfer, apache-tvm-ffi)
-# 2. JIT-compiles FlashInfer's sampling and top-k modules in the background
-#    while 3. tokensift builds (build/peers, sm_90a, library only; skipped
+# 2. loads FlashInfer's sampling and top-k modules, prebuilt for sm_90a by
+#    scripts/prep-flashinfer-jit.sh (.peers/flashinfer-aot/, seconds; no
+#    compile: a prebuilt module that does not load skips FlashInfer unless
+#    TOKENSIFT_FLASHINFER_JIT_FALLBACK=1), or, without them, JIT-compiles
+#    them (minutes) -- in the background while
+#    3. tokensift builds (build/peers, sm_90a, library only; skipped
 #    when TOKENSIFT_LIB names a built libtokensift.so)
 # 4. runs bench/peers/run_peers.py, time-boxed to what is left of the limit
 # 5. plots; everything lands in $OUT (5 files: json, md, 2 png, log).
@@ -26,6 +30,7 @@ export PYTHONUNBUFFERED=1
 elapsed() { echo $(( $(date +%s) - t0 )); }
 echo "== gpu-peers.sh at $(date -u +%FT%TZ) on $(hostname)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+echo "$(ldd --version 2>/dev/null | head -1); $(python3 --version 2>&1)"
 
 skip=()
 if compgen -G ".whl/*.whl" > /dev/null; then
@@ -36,6 +41,8 @@ else
   echo "!! no .whl/ (run scripts/prep-peers.sh and carry .whl): FlashInfer will be missing"
 fi
 [ -d .peers/vllm ] || echo "!! no .peers/ (run scripts/prep-peers.sh and carry .peers): Qrita will be missing"
+[ -f .peers/flashinfer-aot/aot/manifest.json ] \
+  || echo "!! no prebuilt FlashInfer modules (scripts/prep-flashinfer-jit.sh): JIT-compiling them (minutes)"
 
 if [ -z "${CUDA_HOME:-}" ] && command -v nvcc > /dev/null; then
   export CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")"
@@ -68,13 +75,13 @@ echo "== tokensift build done at $(elapsed) s"
 
 while kill -0 $jit_pid 2> /dev/null && [ "$(elapsed)" -lt "$jit_max" ]; do sleep 2; done
 if kill -0 $jit_pid 2> /dev/null; then
-  echo "!! FlashInfer JIT not done after ${jit_max} s: FlashInfer skipped"
+  echo "!! FlashInfer modules not ready after ${jit_max} s: FlashInfer skipped"
   kill $jit_pid; skip+=(flashinfer)
 elif ! wait $jit_pid; then
-  echo "!! FlashInfer JIT failed: FlashInfer skipped"; skip+=(flashinfer)
+  echo "!! FlashInfer modules failed to load or build: FlashInfer skipped"; skip+=(flashinfer)
 fi
 tail -n 30 /tmp/flashinfer-jit.log
-echo "== FlashInfer JIT done at $(elapsed) s"
+echo "== FlashInfer modules done at $(elapsed) s"
 
 budget=$(( limit - $(elapsed) - 40 ))
 [ $budget -lt 60 ] && budget=60

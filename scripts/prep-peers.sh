@@ -4,7 +4,11 @@
 #   .whl/    wheels that scripts/gpu-peers.sh installs on the device
 #            (a trimmed flashinfer-python + apache-tvm-ffi)
 #   .peers/  vLLM's Qrita Triton module, taken out of the vllm wheel, with
-#            small stand-ins for the vLLM internals it imports
+#            small stand-ins for the vLLM internals it imports, and in
+#            .peers/flashinfer-aot/ FlashInfer's sampling and top-k modules
+#            compiled here for sm_90a (scripts/prep-flashinfer-jit.sh: nvcc
+#            13 and ninja, no GPU; about 5 min on 2 cores, skipped when they
+#            are up to date; PREP_FLASHINFER_JIT=0 leaves them out)
 # Downloads are cached in $TOKENSIFT_PREP_CACHE (default /tmp/tokensift-prep).
 #
 # Usage: scripts/prep-peers.sh            (from anywhere inside the repo)
@@ -56,6 +60,11 @@ python3 "$root/bench/peers/trim_flashinfer_wheel.py" "$fi_whl" ".whl/$(basename 
 echo "== extracting vLLM's Qrita module into .peers/"
 python3 "$root/bench/peers/extract_qrita.py" "$vllm_whl" .peers
 
+if [ "${PREP_FLASHINFER_JIT:-1}" != 0 ]; then
+  echo "== FlashInfer's sampling and top-k modules, compiled here for the device"
+  bash "$root/scripts/prep-flashinfer-jit.sh"
+fi
+
 echo "== what travels to the device (limit 64 MiB per call)"
 python3 - <<'EOF'
 import os, subprocess
@@ -65,13 +74,15 @@ repo = sum(os.path.getsize(p) for p in tracked if p and os.path.isfile(p))
 def tree(d):
     return sum(os.path.getsize(os.path.join(a, f)) for a, _, fs in os.walk(d) for f in fs)
 whl, peers = tree(".whl"), tree(".peers")
+aot = tree(".peers/flashinfer-aot")
 mib = 1 << 20
 print(f"  working tree (tracked + untracked, not ignored): {repo / mib:7.2f} MiB")
 print(f"  .whl/   (carry it):                              {whl / mib:7.2f} MiB")
 print(f"  .peers/ (carry it):                              {peers / mib:7.2f} MiB")
+print(f"    of which flashinfer-aot/ (prebuilt modules):   {aot / mib:7.2f} MiB")
 total = repo + whl + peers
 print(f"  total:                                           {total / mib:7.2f} MiB")
 if total > 56 * mib:
     raise SystemExit("too close to the 64 MiB limit: trim more before the device call")
 EOF
-echo "== done. Device call: scripts/gpu-peers.sh with carry [.whl, .peers] (docs/peers.md)"
+echo "== done. Device call: bash scripts/gpu-peers.sh with carry [.whl, .peers] (docs/peers.md)"
