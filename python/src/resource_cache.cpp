@@ -38,27 +38,10 @@ void* host_workspace(const Sampler& sampler, size_t bytes) {
 
 #if defined(TOKENSIFT_PY_CUDA)
 
-// "Calls leave the workspace as they found it" holds per layout only: the
-// CUDA pivot sampler returns its per-row tickets (offset 0, 4 bytes a row) to
-// zero but not its scratch, whose offset depends on the row count, so a call
-// with more rows than the previous one finds that scratch inside its tickets
-// (rows never merged, tokens never written).  The buffer is therefore re-zeroed
-// (the bytes the call uses, on its stream) whenever it may last have served
-// another layout: a different sampler or shape, or ever a captured graph,
-// whose replays the cache cannot see.
-struct LastUse {
-  const Sampler* sampler = nullptr;
-  CallShape shape;
-  bool same_as(const Sampler* s, const CallShape& c) const {
-    return sampler == s && shape.rows == c.rows && shape.vocab == c.vocab && shape.dtype == c.dtype;
-  }
-};
-
 struct DeviceBuffer {
   void* ptr = nullptr;
   size_t bytes = 0;
   bool captured = false;  // used inside a graph capture: may never be freed
-  LastUse last;
 };
 
 void check_cuda(cudaError_t err, const char* what) {
@@ -80,8 +63,10 @@ class DeviceGuard {
   int previous_ = 0;
 };
 
-void* device_workspace(const Sampler& sampler, Device device, void* stream, CallShape shape,
-                       size_t bytes) {
+// Any shape and algorithm may reuse the buffer without clearing it: the
+// library needs no particular workspace contents (the CUDA pivot path clears
+// its own per-row tickets on every call).
+void* device_workspace(const Sampler& sampler, Device device, void* stream, size_t bytes) {
   using Key = std::pair<int, void*>;
   static auto* cache = new std::map<Key, DeviceBuffer>();
   DeviceBuffer& buf = (*cache)[Key{device.id, stream}];
@@ -90,11 +75,7 @@ void* device_workspace(const Sampler& sampler, Device device, void* stream, Call
   check_cuda(cudaStreamIsCapturing(s, &capture), "cudaStreamIsCapturing");
   const bool capturing = capture != cudaStreamCaptureStatusNone;
   if (buf.bytes >= bytes) {
-    const bool clean = !buf.captured && !capturing && buf.last.same_as(&sampler, shape);
-    // During capture the memset becomes a graph node: every replay starts clean.
-    if (!clean) check(sampler.workspace_init(buf.ptr, bytes, stream));
     buf.captured = buf.captured || capturing;
-    buf.last = LastUse{&sampler, shape};
     return buf.ptr;
   }
   if (capturing) {
@@ -112,7 +93,6 @@ void* device_workspace(const Sampler& sampler, Device device, void* stream, Call
   check_cuda(cudaMallocAsync(&buf.ptr, size, s), "cudaMallocAsync");
   buf.bytes = size;
   check(sampler.workspace_init(buf.ptr, buf.bytes, stream));
-  buf.last = LastUse{&sampler, shape};
   return buf.ptr;
 }
 
@@ -134,12 +114,11 @@ const Sampler& sampler_for(Device device, Algo algo) {
   return *cache.emplace(key, std::move(sampler)).first->second;
 }
 
-void* cached_workspace(const Sampler& sampler, Device device, void* stream, CallShape shape,
-                       size_t bytes) {
+void* cached_workspace(const Sampler& sampler, Device device, void* stream, size_t bytes) {
   if (bytes == 0) return nullptr;
   if (device.place == Place::kCpu) return host_workspace(sampler, bytes);
 #if defined(TOKENSIFT_PY_CUDA)
-  return device_workspace(sampler, device, stream, shape, bytes);
+  return device_workspace(sampler, device, stream, bytes);
 #else
   (void)stream;
   (void)shape;

@@ -44,8 +44,7 @@ void sample(const SampleArgs& args) {
   } else {
     size_t need = 0;
     check(sampler.workspace_size(rows, logits.vocab, logits.dtype, &need));
-    const CallShape shape{rows, logits.vocab, logits.dtype};
-    workspace = cached_workspace(sampler, device, stream, shape, need);
+    workspace = cached_workspace(sampler, device, stream, need);
     workspace_bytes = need;
   }
   check(sampler.sample(logits, params, outputs, workspace, workspace_bytes, stream));
