@@ -38,10 +38,12 @@ def workspace_size(
 
 
 def init_workspace(workspace: Any, *, stream: Optional[Any] = None, algo: str = "auto") -> None:
-    """Zero-fills a freshly allocated workspace (once per allocation), on ``stream``.
+    """Zero-fills a workspace on ``stream``.  Optional: calls need no
+    particular workspace contents, so one buffer serves calls of any shape and
+    algorithm on one stream.
 
     ``workspace`` is any contiguous 1-D array (uint8 is natural) on the device
-    the calls will run on; every call leaves it as it found it.
+    the calls will run on.
     """
     kit = _arrays.kit_of(workspace)
     handle = _arrays.stream_handle(stream, workspace, kit)
