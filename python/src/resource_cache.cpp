@@ -121,7 +121,6 @@ void* cached_workspace(const Sampler& sampler, Device device, void* stream, size
   return device_workspace(sampler, device, stream, bytes);
 #else
   (void)stream;
-  (void)shape;
   raise_error(Status::kBackendUnavailable,
               "this build of the tokensift extension has no CUDA support (built without nvcc)");
 #endif
