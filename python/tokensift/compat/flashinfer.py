@@ -100,6 +100,14 @@ def _draw(
     return tokens
 
 
+def _draw_filtered(probs, indices, check_nan, keep_of, generator, seed, offset, return_valid):
+    """The *_from_probs filters: rows of ``probs`` (selected by ``indices``),
+    masked by ``keep_of(p)``, drawn by the contract's race over log(probs)."""
+    _check_nan(probs, check_nan, "probs")
+    p = _rows(probs, indices).float()
+    return _draw(_masked(_probs_as_logits(p), keep_of(p)), indices, generator, seed, offset, return_valid)
+
+
 def _masked(logits: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return logits.float().masked_fill(~keep, _NEG_INF)
 
@@ -180,10 +188,8 @@ def top_p_sampling_from_probs(
     """Nucleus sampling: keep the smallest set of largest probabilities whose
     mass reaches ``top_p`` (ties at the threshold kept), renormalise, draw.
     ``top_p``: float or ``(batch_size,)`` tensor (indexed by output row)."""
-    _check_nan(probs, check_nan, "probs")
-    p = _rows(probs, indices).float()
-    keep = _masks.top_p_keep(p, top_p)
-    return _draw(_masked(_probs_as_logits(p), keep), indices, generator, seed, offset, return_valid)
+    return _draw_filtered(probs, indices, check_nan, lambda p: _masks.top_p_keep(p, top_p),
+                          generator, seed, offset, return_valid)
 
 
 def top_k_sampling_from_probs(
@@ -199,10 +205,8 @@ def top_k_sampling_from_probs(
 ) -> SampleResult:
     """Top-k sampling: keep the probabilities >= the k-th largest (**all ties at
     the k-th value kept**, FlashInfer's rule), renormalise, draw."""
-    _check_nan(probs, check_nan, "probs")
-    p = _rows(probs, indices).float()
-    keep = _masks.top_k_keep(p, top_k)
-    return _draw(_masked(_probs_as_logits(p), keep), indices, generator, seed, offset, return_valid)
+    return _draw_filtered(probs, indices, check_nan, lambda p: _masks.top_k_keep(p, top_k),
+                          generator, seed, offset, return_valid)
 
 
 def min_p_sampling_from_probs(
@@ -217,10 +221,8 @@ def min_p_sampling_from_probs(
     return_valid: bool = False,
 ) -> SampleResult:
     """Min-p sampling: keep probabilities >= ``min_p * max(probs)``, renormalise, draw."""
-    _check_nan(probs, check_nan, "probs")
-    p = _rows(probs, indices).float()
-    keep = _masks.min_p_keep(p, min_p)
-    return _draw(_masked(_probs_as_logits(p), keep), indices, generator, seed, offset, return_valid)
+    return _draw_filtered(probs, indices, check_nan, lambda p: _masks.min_p_keep(p, min_p),
+                          generator, seed, offset, return_valid)
 
 
 def _top_k_top_p_keep(probs: torch.Tensor, top_k, top_p, filter_apply_order: str) -> torch.Tensor:
@@ -252,10 +254,8 @@ def top_k_top_p_sampling_from_probs(
     top-k *and* in the top-p set of the full distribution (FlashInfer's joint
     mode; a superset of top_k_first's set when both filters bind).
     """
-    _check_nan(probs, check_nan, "probs")
-    p = _rows(probs, indices).float()
-    keep = _top_k_top_p_keep(p, top_k, top_p, filter_apply_order)
-    return _draw(_masked(_probs_as_logits(p), keep), indices, generator, seed, offset, return_valid)
+    return _draw_filtered(probs, indices, check_nan, lambda p: _top_k_top_p_keep(p, top_k, top_p, filter_apply_order),
+                          generator, seed, offset, return_valid)
 
 
 def top_k_top_p_sampling_from_logits(
