@@ -85,8 +85,8 @@ RowScan scan_keys(const Load& x, int64_t vocab, float t, uint32_t* key) {
     }
   }
   for (int j = 0; j < 4; ++j) key[vocab + j] = 0;  // below every real key
-  // No eligible token: every x is -inf (or, only when T < 1, every finite x / T
-  // underflows to -inf; the contract leaves that row undefined, we call it empty).
+  // No eligible token: every x is -inf, or (T < 1) every finite x / T
+  // underflows to -inf (docs/semantics.md, NO_VALID_TOKEN).
   if (k_max <= kKeyNegInf) return {RowStatus::kNoValidToken, 0.0f, 0, -1};
   int64_t i = chunk_of_max;
   while (key[i] != k_max) ++i;
@@ -123,6 +123,23 @@ inline RowResult greedy_result(const RowScan& sc) {
     r.kept = 1;
   }
   return r;
+}
+
+// What every row path starts with.  Greedy rows and rows with a bad status
+// are finished here (true, *done holds the result); otherwise *sc holds the
+// sampling row's keys and z_max and the caller selects.
+template <class Load>
+bool scan_or_finish(const Load& x, int64_t vocab, const RowParams& p, const Scratch& s, RowScan* sc,
+                    RowResult* done) {
+  if (contract::is_greedy_temperature(p.temperature)) {
+    *done = greedy_result(scan_keys<false>(x, vocab, p.temperature, s.key));
+    return true;
+  }
+  *sc = scan_keys<true>(x, vocab, p.temperature, s.key);
+  if (sc->status == RowStatus::kOk) return false;
+  *done = RowResult{};
+  done->status = sc->status;
+  return true;
 }
 
 // The race winner so far: largest score, ties to the lowest index.

@@ -195,14 +195,9 @@ int64_t top_p_head(uint64_t* cand, int64_t n, float z_max, double target, double
 template <class Load>
 RowResult select_row(const Load& x, int64_t vocab, const RowParams& p, const Scratch& s,
                      bool want_logprob) {
-  if (contract::is_greedy_temperature(p.temperature))
-    return greedy_result(scan_keys<false>(x, vocab, p.temperature, s.key));
-  const RowScan sc = scan_keys<true>(x, vocab, p.temperature, s.key);
-  if (sc.status != RowStatus::kOk) {
-    RowResult r;
-    r.status = sc.status;
-    return r;
-  }
+  RowScan sc;
+  RowResult done;
+  if (scan_or_finish(x, vocab, p, s, &sc, &done)) return done;
   const uint32_t kmin = min_p_key(p.min_p, sc.z_max, sc.k_max);
   const bool use_k = p.top_k > 0 && (int64_t)p.top_k < vocab;
   const bool use_p = p.top_p < 1.0f;

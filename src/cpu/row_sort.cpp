@@ -13,14 +13,9 @@ namespace tokensift::detail::cpu {
 template <class Load>
 RowResult sort_row(const Load& x, int64_t vocab, const RowParams& p, const Scratch& s,
                    bool want_logprob) {
-  if (contract::is_greedy_temperature(p.temperature))
-    return greedy_result(scan_keys<false>(x, vocab, p.temperature, s.key));
-  const RowScan sc = scan_keys<true>(x, vocab, p.temperature, s.key);
-  if (sc.status != RowStatus::kOk) {
-    RowResult r;
-    r.status = sc.status;
-    return r;
-  }
+  RowScan sc;
+  RowResult done;
+  if (scan_or_finish(x, vocab, p, s, &sc, &done)) return done;
   int64_t n = 0;
   for (int64_t i = 0; i < vocab; ++i)
     if (s.key[i] > kKeyNegInf) s.cand[n++] = pack_key(s.key[i], (uint32_t)i);
