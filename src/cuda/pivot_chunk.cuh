@@ -12,8 +12,8 @@
 //                top-k token of the chunk), plus a lower bound for the k-th key;
 //   min-p rows   every token passing min-p against the chunk's own max (a
 //                superset of the row's min-p set in this chunk) when that fits,
-//                else the top kTopPEmit..kCap;
-//   top-p rows   kTopPEmit, a guess: the band of mass that matters is usually
+//                else between kTopPEmit and kTopPEmitMax from the top;
+//   top-p rows   kTopPEmit..kTopPEmitMax, a guess: the band of mass that matters is usually
 //                a few dozen tokens; the merge verifies it.
 // Selection is Qrita's pivot idea: one threshold guessed from a Gaussian fit
 // of the chunk (sigma truncation), verified by a count; a radix select over

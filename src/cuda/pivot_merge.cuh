@@ -10,10 +10,13 @@
 //   top-p needs W, the mass of the survivors: over the candidates when the
 //   survivors are all candidates, else from the chunks' partial sums (no
 //   min-p); its boundary must also precede `next`.
-// Undecided rows go to the fallback; decided rows sort their (few hundred)
-// candidates in shared memory, scan the masses in double and race the kept
-// prefix.  Every reduction has a fixed shape, so results are bit-identical
-// from run to run and independent of the batch.
+// Rows with many candidates keep only the top few hundred by key first (what
+// is dropped only lowers `next`).  Decided rows sort those in shared memory,
+// scan the masses in double and race the kept prefix.  Undecided rows gather
+// every token above a provable floor (min-p's, or top-p's from the chunks'
+// tail masses) and decide from that when it fits on chip; the rest take the
+// full-row fallback.  Every reduction has a fixed shape, so results are
+// bit-identical from run to run and independent of the batch.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>

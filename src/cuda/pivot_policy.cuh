@@ -17,7 +17,6 @@ struct PivotPolicy {
   static constexpr int kMergeCap = 4096;      // most candidates the merge holds in shared memory
   static constexpr int kPreselect = 256;      // above this many, the merge keeps only the top ones before sorting
   static constexpr int kMaxMergeChunks = 256; // chunk offsets cached in shared memory (V <= 1M); one per thread
-  static constexpr int kFallbackPivots = 3;   // quaternary search in the fallback
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and
