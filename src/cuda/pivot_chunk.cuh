@@ -47,15 +47,6 @@ struct ChunkStatsOp {
   }
 };
 
-struct TailMassOp {
-  __device__ TailMass operator()(const TailMass& a, const TailMass& b) const {
-    TailMass r;
-#pragma unroll
-    for (int t = 0; t < kTailBins; ++t) r.m[t] = a.m[t] + b.m[t];
-    return r;
-  }
-};
-
 template <class Policy>
 struct ChunkSmem {
   using Reduce = cub::BlockReduce<ChunkStats, Policy::kThreads>;
@@ -63,9 +54,7 @@ struct ChunkSmem {
   using ReduceInt = cub::BlockReduce<int, Policy::kThreads>;
   using ReduceF64 = cub::BlockReduce<double, Policy::kThreads>;
   using Scan = cub::BlockScan<int, Policy::kThreads>;
-  using ReduceTail = cub::BlockReduce<TailMass, Policy::kThreads>;
   union {
-    typename ReduceTail::TempStorage reduce_tail;
     typename Reduce::TempStorage reduce;
     typename ReduceU64::TempStorage reduce_u64;
     typename ReduceInt::TempStorage reduce_int;
@@ -187,38 +176,13 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
 
   if (need_mass) {
     float s = 0.0f;
-    float tail[kTailBins];
 #pragma unroll
-    for (int t = 0; t < kTailBins; ++t) tail[t] = 0.0f;
-    const bool want_tail = !cfg.plain();
-#pragma unroll
-    for (int j = 0; j < kItems; ++j) {
-      if (!(x[j] > -__builtin_huge_valf())) continue;
-      const float w = expf(x[j] - zloc);
-      s += w;
-      if (want_tail) {
-        // Slightly generous (0.01 below each depth), so tail[t] bounds the
-        // true mass from above despite the rounding of zloc - z.
-        const float d = zloc - x[j];
-#pragma unroll
-        for (int t = 0; t < kTailBins; ++t)
-          if (d > tail_depth(t) - 0.01f) tail[t] += w;
-      }
-    }
+    for (int j = 0; j < kItems; ++j)
+      if (x[j] > -__builtin_huge_valf()) s += expf(x[j] - zloc);
     __syncthreads();
     const double total =
         typename ChunkSmem<Policy>::ReduceF64(sm.temp.reduce_f64).Sum((double)s);
     out.mass = total;  // valid in thread 0
-    if (want_tail) {
-      // Beyond |zloc| = 1e4 the rounding of zloc - z exceeds the 0.01 margin:
-      // report no tail information (the whole mass) there.
-      const bool exact_enough = fabsf(zloc) < 1e4f;
-      TailMass tm;
-#pragma unroll
-      for (int t = 0; t < kTailBins; ++t) tm.m[t] = (double)(exact_enough ? tail[t] : s) * (1.0 + 1e-5);  // round up
-      __syncthreads();
-      out.tail = typename ChunkSmem<Policy>::ReduceTail(sm.temp.reduce_tail).Reduce(tm, TailMassOp{});
-    }
   }
 
   if (cfg.plain()) {

@@ -1,21 +1,43 @@
 // Full-row fallback of the pivot sampler, run by a row's merging CTA when the
 // chunks' candidates do not decide the row (a kept set larger than what the
-// chunks emitted: flat rows under top-p or min-p, large k, ...).
+// chunks emitted: top-p over a flat-ish row, large k, ...).
 //
-// It never materialises or sorts the row.  Each boundary (top-k, then top-p)
-// is found by a quaternary pivot search over the 32-bit order-key space, the
-// multi-pivot search of Qrita: three pivots a pass, each thread accumulating
-// count (top-k) or mass (top-p) above every pivot for the logits it owns, a
-// fixed-shape block reduction (so the result is bit-identical run to run), and
-// the key interval shrinks four-fold; ~16 passes pin the boundary key.  Ties at
-// the boundary key are cut by index with one index-ordered scan.  A final pass
-// runs the exponential race over the kept set.  Every pass re-reads the row
-// (from L2 when the batch is small); this path trades speed for generality.
+// Histogram path (the usual one), two passes per filter.  Pass A drops every
+// surviving token into one of kFbBins bins by its depth below the row max,
+// d = zmax - z, in steps of 1/kFbBinsPerUnit (the last bin catches d beyond the
+// grid), and adds up per bin the tokens (top-k) or their mass (top-p) in
+// shared memory.  The mass is fixed point, exp(z - zmax) * 2^shift as a u64
+// held in two 32-bit words (shared memory's 64-bit atomic add is a CAS loop:
+// with it, pass A cost ~300 us instead of ~10), so the atomics add integers
+// in any order and give the same bits every time, and the bin where the
+// prefix reaches k or p W is exact for those integers.  Pass B gathers the
+// tokens of that one bin (a few hundred on Gaussian-like rows) into shared
+// memory, sorts them by the contract's order and scans to the boundary; in
+// the same pass the tokens of the bins above are counted and run the
+// exponential race, so a top-p-only row costs two reads of the row.
+// Binning is by a monotone function of z, so every token of a better bin
+// precedes every token of a worse one in the contract's order.  The fixed
+// point rounds each weight by at most 2^-(shift+1), shift = 62 - bits(V): for
+// V < 2^20 the mass error is below 1.2e-7 of W (W >= 1, the max weighs 1),
+// inside the top-p band of 1e-6; larger V skips this path.
+// Each pass keeps 16-byte loads in flight (block_row_stream.cuh); a single
+// CTA reads a 0.5 MB row from L2 in a few microseconds.
+//
+// Generic path, when the boundary bin is the catch-all or holds more than
+// kFbListCap tokens (flat rows, long runs of ties): each boundary is found by
+// a quaternary pivot search over the 32-bit order-key space, the multi-pivot
+// search of Qrita: three pivots a pass, each thread accumulating count (top-k)
+// or mass (top-p, double) above each pivot in a fixed per-thread order, a
+// fixed-shape block reduction, and the key interval shrinks four-fold; about
+// 16 passes pin the boundary key.  Ties at the boundary key are cut by index
+// with one index-ordered scan, and a last pass runs the race.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "cuda/block_bitonic_sort.cuh"
+#include "cuda/block_row_stream.cuh"
 #include "cuda/cuda_utils.cuh"
 #include "cuda/row_config.cuh"
 
@@ -25,13 +47,24 @@ template <class Policy>
 struct FallbackSmem {
   using ReduceF64 = cub::BlockReduce<double, Policy::kThreads>;
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
+  using ScanU64 = cub::BlockScan<uint64_t, Policy::kThreads>;
   using Scan = cub::BlockScan<int, Policy::kThreads>;
   union {
     typename ReduceF64::TempStorage f64;
     typename ReduceU64::TempStorage u64;
+    typename ScanU64::TempStorage scan_u64;
     typename Scan::TempStorage scan;
   } temp;
+  union {
+    struct {
+      unsigned int lo[Policy::kFbBins];  // a u64 per bin as two words (hist_add)
+      unsigned int hi[Policy::kFbBins];
+    } hist;
+    uint64_t list[Policy::kFbListCap];
+  } data;
   double bcast[4];
+  uint64_t ubcast[4];
+  int ibcast[6];
   uint32_t found;
 };
 
@@ -39,6 +72,15 @@ struct FallbackResult {
   int32_t token;
   int32_t kept;
   double kept_mass;  // sum of exp(z - zmax) over the kept set
+};
+
+// What one histogram stage decided.
+struct HistStage {
+  bool binding;   // false: the filter keeps every survivor (top-k with k >= count)
+  uint64_t cut;   // packed order of the last kept token
+  int32_t kept;
+  uint64_t mass;  // fixed-point mass of the kept set
+  uint64_t race;  // packed (score key, index) of the kept set's winner (when asked)
 };
 
 template <class T, class Policy>
@@ -51,16 +93,30 @@ struct FallbackRow {
   bool m_active;
   FallbackSmem<Policy>& sm;
 
-  __device__ float z_at(int32_t i) const {
-    const float x = to_float(row[i]);
+  static constexpr int kThreads = Policy::kThreads;
+  static constexpr int kBins = Policy::kFbBins;
+
+  __device__ float z_of(float x) const {
     return temperature == 1.0f ? x : contract::scale(x, temperature);
   }
   __device__ bool eligible(float z) const {
     return z > -__builtin_huge_valf() && (!m_active || contract::passes_min_p(z, zmax, ln_minp));
   }
-  // fp32 exp, summed in double per thread: ~1e-7 relative per term, far
-  // inside the top-p band (1e-6), and 5x cheaper than a double exp.
+  // fp32 exp summed in double per thread (generic path): ~1e-7 relative per
+  // term, far inside the top-p band (1e-6), and 5x cheaper than a double exp.
   __device__ double weight(float z) const { return (double)expf(z - zmax); }
+
+  static __device__ int bits_of(int32_t v) { return 32 - __clz(v); }
+  __device__ int fixed_shift() const { return 62 - bits_of(vocab); }
+  __device__ uint64_t fixed_weight(float z, float scale) const {
+    return (uint64_t)__float2ull_rn(expf(z - zmax) * scale);
+  }
+  // Monotone in z (non-increasing): a better token never lands in a worse bin.
+  __device__ int bin_of(float z) const {
+    constexpr float kRange = (float)(kBins - 1) / (float)Policy::kFbBinsPerUnit;
+    const float d = zmax - z;
+    return d < kRange ? (int)(d * (float)Policy::kFbBinsPerUnit) : kBins - 1;
+  }
 
   __device__ double block_sum(double v) {
     __syncthreads();
@@ -69,22 +125,265 @@ struct FallbackRow {
     __syncthreads();
     return sm.bcast[0];
   }
+  __device__ uint64_t block_sum_u64(uint64_t v) {
+    __syncthreads();
+    const uint64_t t = typename FallbackSmem<Policy>::ReduceU64(sm.temp.u64).Sum(v);
+    if (threadIdx.x == 0) sm.ubcast[3] = t;
+    __syncthreads();
+    return sm.ubcast[3];
+  }
+  __device__ uint64_t block_max(uint64_t v) {
+    __syncthreads();
+    const uint64_t m = typename FallbackSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(v, MaxU64{});
+    if (threadIdx.x == 0) sm.ubcast[0] = m;
+    __syncthreads();
+    return sm.ubcast[0];
+  }
+  __device__ uint64_t race_key(float z, const RowConfig& cfg, uint32_t i) const {
+    return pack_order(contract::order_key(contract::race_score(z, cfg.seed, cfg.offset, i)), i);
+  }
+
+  template <class F>
+  __device__ void stream(F&& f) {
+    block_stream_row<kThreads, Policy::kFbUnroll>(row, vocab, f);
+  }
+  template <class F>
+  __device__ void stream_strided(F&& f) {
+    block_stream_row_strided<kThreads, Policy::kFbUnroll * 4>(row, vocab, f);
+  }
+
+  // ---- histogram path ----
+
+  // Adds m to bin b of a 64-bit histogram kept as two 32-bit words: shared
+  // memory has native 32-bit atomics only (a 64-bit add is a CAS loop).  Every
+  // carry out of the low word is added to the high word exactly once, so the
+  // pair sums exactly, in any order.
+  __device__ void hist_add(int b, uint64_t m) {
+    const unsigned int lo = (unsigned int)m;
+    unsigned int hi = (unsigned int)(m >> 32);
+    const unsigned int old = atomicAdd(&sm.data.hist.lo[b], lo);
+    hi += (old + lo < old);
+    if (hi) atomicAdd(&sm.data.hist.hi[b], hi);
+  }
+  __device__ uint64_t hist_value(int b) const {
+    return ((uint64_t)sm.data.hist.hi[b] << 32) + sm.data.hist.lo[b];
+  }
+  __device__ void hist_clear() {
+    __syncthreads();
+    for (int b = threadIdx.x; b < kBins; b += kThreads) {
+      sm.data.hist.lo[b] = 0;
+      sm.data.hist.hi[b] = 0;
+    }
+    __syncthreads();
+  }
+  __device__ float fixed_scale() const { return __int_as_float((127 + fixed_shift()) << 23); }
+
+  // Pass A's per-token step: runs of one bin are flushed at once (flat rows
+  // and ties would otherwise hammer one address).  Tokens whose fixed-point
+  // weight rounds to 0 cannot move a mass prefix and are skipped.
+  struct BinRun {
+    int bin = -1;
+    uint64_t sum = 0;
+  };
+  template <bool kTopP>
+  __device__ void hist_token(BinRun& run, float z, float scale) {
+    const uint64_t w = kTopP ? fixed_weight(z, scale) : 1u;
+    if (w == 0) return;
+    const int b = bin_of(z);
+    if (b != run.bin) {
+      if (run.bin >= 0) hist_add(run.bin, run.sum);
+      run.bin = b;
+      run.sum = 0;
+    }
+    run.sum += w;
+  }
+  __device__ void hist_flush(const BinRun& run) {
+    if (run.bin >= 0) hist_add(run.bin, run.sum);
+  }
+
+  // Where the prefix of the binned measure (value(b), bin 0 first) reaches k
+  // (top-k) or p W (top-p).  All threads; uniform result.
+  struct Boundary {
+    bool binding;    // top-k: more than k tokens (else nothing to cut)
+    int bin;         // -1 or the catch-all bin: the grid cannot pin it
+    uint64_t above;  // measure of the bins before `bin`
+    double target;   // p W (top-p)
+  };
+  template <bool kTopP, class Value>
+  __device__ Boundary find_boundary(Value value, const RowConfig& cfg) {
+    constexpr int kPer = kBins / kThreads;
+    static_assert(kBins % kThreads == 0, "bins split evenly over the threads");
+    uint64_t v[kPer];
+    uint64_t mine = 0;
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) {
+      v[q] = value(threadIdx.x * kPer + q);
+      mine += v[q];
+    }
+    uint64_t ex, total;
+    __syncthreads();
+    typename FallbackSmem<Policy>::ScanU64(sm.temp.scan_u64).ExclusiveSum(mine, ex, total);
+    Boundary r;
+    r.binding = kTopP || total > (uint64_t)cfg.top_k;
+    r.target = kTopP ? (double)cfg.top_p * (double)total : 0.0;
+    r.bin = -1;
+    r.above = 0;
+    if (!r.binding) return r;  // uniform: total is block-wide
+    if (threadIdx.x == 0) sm.ibcast[0] = -1;
+    __syncthreads();
+    uint64_t c = ex;
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) {
+      if (crosses<kTopP>(c, c + v[q], r.target, cfg)) {  // exactly one bin: the prefix is monotone
+        sm.ibcast[0] = threadIdx.x * kPer + q;
+        sm.ubcast[1] = c;
+      }
+      c += v[q];
+    }
+    __syncthreads();
+    r.bin = sm.ibcast[0];
+    r.above = sm.ubcast[1];
+    if (r.bin == kBins - 1) r.bin = -1;
+    return r;
+  }
+  template <bool kTopP>
+  __device__ static bool crosses(uint64_t before, uint64_t after, double target, const RowConfig& cfg) {
+    return kTopP ? ((double)after >= target && (double)before < target)
+                 : (after >= (uint64_t)cfg.top_k && before < (uint64_t)cfg.top_k);
+  }
+
+  // Decides the boundary inside the gathered bin, sm.data.list[0, nbin):
+  // sorts it, scans fixed-point weights from base_m (the mass above the bin)
+  // and, when asked, finishes the race (best: this thread's race over the
+  // bins above).  Returns false only if no crossing is found (cannot happen
+  // for a bin chosen by find_boundary; kept as a guard).
+  template <bool kTopP>
+  __device__ bool resolve_list(int nbin, uint64_t base_m, int above_n, double target, const RowConfig& cfg,
+                               bool do_race, uint64_t best, HistStage& st) {
+    const float scale = fixed_scale();
+    block_bitonic_sort_desc<kThreads>(sm.data.list, nbin);
+    constexpr int kSeg = Policy::kFbListCap / kThreads;
+    const int lo = threadIdx.x * kSeg;
+    uint64_t seg = 0;
+    for (int j = lo; j < lo + kSeg && j < nbin; ++j)
+      seg += fixed_weight(contract::key_to_float(packed_key(sm.data.list[j])), scale);
+    uint64_t seg_ex;
+    __syncthreads();
+    typename FallbackSmem<Policy>::ScanU64(sm.temp.scan_u64).ExclusiveSum(seg, seg_ex);
+    if (threadIdx.x == 0) sm.ibcast[4] = -1;
+    __syncthreads();
+    uint64_t c = base_m + seg_ex;
+    for (int j = lo; j < lo + kSeg && j < nbin; ++j) {
+      const uint64_t w = fixed_weight(contract::key_to_float(packed_key(sm.data.list[j])), scale);
+      const bool hit = kTopP ? crosses<true>(c, c + w, target, cfg) : (above_n + j + 1 == cfg.top_k);
+      if (hit) {
+        sm.ibcast[4] = j;
+        sm.ubcast[2] = c + w;
+      }
+      c += w;
+    }
+    __syncthreads();
+    const int jstar = sm.ibcast[4];
+    if (jstar < 0) return false;  // uniform
+    st.binding = true;
+    st.cut = sm.data.list[jstar];
+    st.kept = above_n + jstar + 1;
+    st.mass = sm.ubcast[2];
+    if (do_race) {
+      for (int j = threadIdx.x; j <= jstar; j += kThreads) {
+        const uint64_t p = sm.data.list[j];
+        const uint64_t r = race_key(contract::key_to_float(packed_key(p)), cfg, packed_index(p));
+        best = r > best ? r : best;
+      }
+      st.race = block_max(best);
+    }
+    __syncthreads();
+    return true;
+  }
+
+  // One filter on the histogram path, over the whole row by this CTA.
+  // Returns false when the histogram cannot pin the boundary; st is valid
+  // otherwise.  kTopP: the mass boundary p W; else the count boundary k.
+  template <bool kTopP>
+  __device__ bool hist_stage(uint64_t cut_in, const RowConfig& cfg, bool do_race, HistStage& st) {
+    const float scale = fixed_scale();
+    hist_clear();
+    BinRun run;
+    stream([&](int32_t i, float x) {
+      const float z = z_of(x);
+      if (!eligible(z)) return;
+      if (cut_in && pack_order(contract::order_key(z), (uint32_t)i) < cut_in) return;
+      hist_token<kTopP>(run, z, scale);
+    });
+    hist_flush(run);
+    __syncthreads();
+    const Boundary bd = find_boundary<kTopP>([&](int b) { return hist_value(b); }, cfg);
+    if (!bd.binding) {
+      st.binding = false;
+      return true;
+    }
+    if (bd.bin < 0) return trace_miss(bd.bin, 0);
+    // Pass B: gather the boundary bin; count, weigh and race the bins above.
+    __syncthreads();  // the list overlays the histogram
+    if (threadIdx.x == 0) sm.ibcast[3] = 0;
+    __syncthreads();
+    uint64_t best = 0, above_m = 0;
+    int above_n = 0;
+    stream([&](int32_t i, float x) {
+      const float z = z_of(x);
+      if (!eligible(z)) return;
+      const uint64_t p = pack_order(contract::order_key(z), (uint32_t)i);
+      if (p < cut_in) return;
+      const int b = bin_of(z);
+      if (b == bd.bin) {
+        const int at = atomicAdd(&sm.ibcast[3], 1);
+        if (at < Policy::kFbListCap) sm.data.list[at] = p;
+      } else if (b < bd.bin) {
+        above_n += 1;
+        if (!kTopP) above_m += fixed_weight(z, scale);
+        if (do_race) {
+          const uint64_t r = race_key(z, cfg, (uint32_t)i);
+          best = r > best ? r : best;
+        }
+      }
+    });
+    __syncthreads();
+    const int nbin = sm.ibcast[3];
+    if (nbin > Policy::kFbListCap) return trace_miss(bd.bin, nbin);  // uniform
+    uint64_t base_m = bd.above;
+    if (kTopP) {
+      above_n = (int)block_sum_u64((uint64_t)above_n);
+    } else {
+      above_n = (int)bd.above;
+      base_m = block_sum_u64(above_m);
+    }
+    if (!resolve_list<kTopP>(nbin, base_m, above_n, bd.target, cfg, do_race, best, st)) return trace_miss(bd.bin, nbin);
+    return true;
+  }
+  __device__ static bool trace_miss(int bin, int n) {
+#ifdef TOKENSIFT_FB_TRACE
+    if (threadIdx.x == 0) printf("fallback: histogram miss, bin %d holds %d\n", bin, n);
+#endif
+    return false;
+  }
+
+  // ---- generic path ----
 
   // Per pivot, the count or mass of eligible tokens with packed order >= cut
   // whose key is >= pivot[q].
   template <bool kMass>
   __device__ void above(const uint32_t (&pivot)[3], uint64_t cut, double (&res)[3]) {
     double acc[3] = {0, 0, 0};
-    for (int32_t i = threadIdx.x; i < vocab; i += Policy::kThreads) {
-      const float z = z_at(i);
-      if (!eligible(z)) continue;
+    stream_strided([&](int32_t i, float x) {
+      const float z = z_of(x);
+      if (!eligible(z)) return;
       const uint32_t k = contract::order_key(z);
-      if (pack_order(k, i) < cut) continue;
+      if (pack_order(k, (uint32_t)i) < cut) return;
       const double w = kMass ? weight(z) : 1.0;
 #pragma unroll
       for (int q = 0; q < 3; ++q)
         if (k >= pivot[q]) acc[q] += w;
-    }
+    });
 #pragma unroll
     for (int q = 0; q < 3; ++q) res[q] = block_sum(acc[q]);
   }
@@ -117,12 +416,12 @@ struct FallbackRow {
   __device__ uint32_t tie_cut(uint32_t kappa, uint64_t cut, int take) {
     int carry = 0;
     if (threadIdx.x == 0) sm.found = 0xffffffffu;
-    for (int32_t base = 0; base < vocab; base += Policy::kThreads) {
+    for (int32_t base = 0; base < vocab; base += kThreads) {
       const int32_t i = base + threadIdx.x;
       int flag = 0;
       if (i < vocab) {
-        const float z = z_at(i);
-        flag = eligible(z) && contract::order_key(z) == kappa && pack_order(kappa, i) >= cut;
+        const float z = z_of(to_float(row[i]));
+        flag = eligible(z) && contract::order_key(z) == kappa && pack_order(kappa, (uint32_t)i) >= cut;
       }
       int incl, total;
       __syncthreads();
@@ -135,67 +434,95 @@ struct FallbackRow {
     return sm.found;
   }
 
-  __device__ FallbackResult run(const RowConfig& cfg) {
+  __device__ uint64_t generic_top_k(const RowConfig& cfg) {
     const uint32_t lo_key = 0x00800000u;  // just above the key of -inf
-    const uint32_t hi_key = contract::order_key(zmax);
-    uint64_t cut = 0;  // kept tokens have packed order >= cut
-    if (cfg.k_active) {
-      const uint32_t all[3] = {lo_key, lo_key, lo_key};
-      double n[3];
-      above<false>(all, 0, n);
-      if (n[0] > (double)cfg.top_k) {
-        const uint32_t kappa = search<false>(lo_key, hi_key, 0, (double)cfg.top_k);
-        const uint32_t piv[3] = {kappa + 1, kappa + 1, kappa + 1};
-        double above_n[3];
-        above<false>(piv, 0, above_n);
-        const int take = cfg.top_k - (int)above_n[0];
-        cut = pack_order(kappa, tie_cut(kappa, 0, take));
-      }
-    }
-    if (cfg.p_active) {
-      double wsum = 0;
-      for (int32_t i = threadIdx.x; i < vocab; i += Policy::kThreads) {
-        const float z = z_at(i);
-        if (eligible(z) && pack_order(contract::order_key(z), i) >= cut) wsum += weight(z);
-      }
-      const double total = block_sum(wsum);
-      const double target = (double)cfg.top_p * total;
-      const uint32_t kappa = search<true>(lo_key, hi_key, cut, target);
-      const uint32_t piv[3] = {kappa + 1, kappa, kappa};
-      double m[3], c[3];
-      above<true>(piv, cut, m);
-      above<false>(piv, cut, c);
-      const double w_tie = weight(contract::key_to_float(kappa));
-      const int ties = (int)(c[1] - c[0]);
-      double need = (target - m[0]) / w_tie;
-      int take = (int)ceil(need);
-      take = max(1, min(take, ties));
-      cut = pack_order(kappa, tie_cut(kappa, cut, take));
-    }
-    // The race over the kept set.
+    const uint32_t all[3] = {lo_key, lo_key, lo_key};
+    double n[3];
+    above<false>(all, 0, n);
+    if (n[0] <= (double)cfg.top_k) return 0;
+    const uint32_t kappa = search<false>(lo_key, contract::order_key(zmax), 0, (double)cfg.top_k);
+    const uint32_t piv[3] = {kappa + 1, kappa + 1, kappa + 1};
+    double above_n[3];
+    above<false>(piv, 0, above_n);
+    const int take = cfg.top_k - (int)above_n[0];
+    return pack_order(kappa, tie_cut(kappa, 0, take));
+  }
+
+  __device__ uint64_t generic_top_p(uint64_t cut, const RowConfig& cfg) {
+#ifdef TOKENSIFT_FB_TRACE
+    if (threadIdx.x == 0) printf("fallback: generic top-p\n");
+#endif
+    const uint32_t lo_key = 0x00800000u;
+    double wsum = 0;
+    stream_strided([&](int32_t i, float x) {
+      const float z = z_of(x);
+      if (eligible(z) && pack_order(contract::order_key(z), (uint32_t)i) >= cut) wsum += weight(z);
+    });
+    const double total = block_sum(wsum);
+    const double target = (double)cfg.top_p * total;
+    const uint32_t kappa = search<true>(lo_key, contract::order_key(zmax), cut, target);
+    const uint32_t piv[3] = {kappa + 1, kappa, kappa};
+    double m[3], c[3];
+    above<true>(piv, cut, m);
+    above<false>(piv, cut, c);
+    const double w_tie = weight(contract::key_to_float(kappa));
+    const int ties = (int)(c[1] - c[0]);
+    const double need = (target - m[0]) / w_tie;
+    int take = (int)ceil(need);
+    take = max(1, min(take, ties));
+    return pack_order(kappa, tie_cut(kappa, cut, take));
+  }
+
+  // The race over the kept set (tokens with packed order >= cut).
+  __device__ FallbackResult race_pass(uint64_t cut, const RowConfig& cfg) {
     uint64_t best = 0;
     double kept_mass = 0;
     double kept = 0;
-    for (int32_t i = threadIdx.x; i < vocab; i += Policy::kThreads) {
-      const float z = z_at(i);
-      if (!eligible(z)) continue;
-      if (pack_order(contract::order_key(z), i) < cut) continue;
-      const float s = contract::race_score(z, cfg.seed, cfg.offset, (uint32_t)i);
-      const uint64_t p = pack_order(contract::order_key(s), i);
-      best = p > best ? p : best;
+    stream_strided([&](int32_t i, float x) {
+      const float z = z_of(x);
+      if (!eligible(z)) return;
+      if (pack_order(contract::order_key(z), (uint32_t)i) < cut) return;
+      const uint64_t r = race_key(z, cfg, (uint32_t)i);
+      best = r > best ? r : best;
       kept_mass += weight(z);
       kept += 1;
-    }
-    __syncthreads();
-    const uint64_t b = typename FallbackSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(best, MaxU64{});
-    if (threadIdx.x == 0) sm.bcast[1] = __longlong_as_double((long long)b);
-    __syncthreads();
-    const uint64_t winner = (uint64_t)__double_as_longlong(sm.bcast[1]);
+    });
     FallbackResult r;
-    r.token = (int32_t)packed_index(winner);
+    r.token = (int32_t)packed_index(block_max(best));
     r.kept_mass = block_sum(kept_mass);
     r.kept = (int32_t)block_sum(kept);
     return r;
+  }
+
+  __device__ FallbackResult from_stage(const HistStage& st) const {
+    const int shift = fixed_shift();
+    return {(int32_t)packed_index(st.race), st.kept, ldexp((double)st.mass, -shift)};
+  }
+
+  __device__ FallbackResult run(const RowConfig& cfg) {
+#ifdef TOKENSIFT_FB_TRACE
+    if (threadIdx.x == 0) printf("fallback: enter (k %d, p %d)\n", (int)cfg.k_active, (int)cfg.p_active);
+#endif
+    const bool hist_ok = bits_of(vocab) <= Policy::kFbMaxVocabBits;
+    uint64_t cut = 0;  // kept tokens have packed order >= cut
+    if (cfg.k_active) {
+      HistStage st;
+      const bool last = !cfg.p_active;
+      if (hist_ok && hist_stage<false>(0, cfg, last, st)) {
+        if (st.binding) {
+          if (last) return from_stage(st);
+          cut = st.cut;
+        }
+      } else {
+        cut = generic_top_k(cfg);
+      }
+    }
+    if (cfg.p_active) {
+      HistStage st;
+      if (hist_ok && hist_stage<true>(cut, cfg, true, st)) return from_stage(st);
+      cut = generic_top_p(cut, cfg);
+    }
+    return race_pass(cut, cfg);
   }
 };
 

@@ -12,10 +12,9 @@
 //   min-p); its boundary must also precede `next`.
 // Rows with many candidates keep only the top few hundred by key first (what
 // is dropped only lowers `next`).  Decided rows sort those in shared memory,
-// scan the masses in double and race the kept prefix.  Undecided rows gather
-// every token above a provable floor (min-p's, or top-p's from the chunks'
-// tail masses) and decide from that when it fits on chip; the rest take the
-// full-row fallback.  Every reduction has a fixed shape, so results are
+// scan the masses in double and race the kept prefix.  Undecided min-p rows
+// gather every token above min-p's floor and decide from that when it fits on
+// chip; the rest take the full-row fallback.  Every reduction has a fixed shape, so results are
 // bit-identical from run to run and independent of the batch.
 #pragma once
 
@@ -80,6 +79,32 @@ struct RowResult {
   int32_t status, token, kept;
   float logprob;
 };
+// Internal status: the row went to the split fallback, which writes its result.
+constexpr int32_t kRowDeferred = -1000;
+
+// Rows the split fallback takes: top-p without top-k (whose deep boundaries are
+// what the chunks' candidates miss), at vocabularies where its fixed-point
+// masses are exact enough.  The host skips the split launches when no row of
+// a call can qualify.
+template <class Policy>
+__host__ __device__ inline bool split_vocab_ok(int64_t vocab) {
+  return vocab < (int64_t(1) << Policy::kFbMaxVocabBits);
+}
+
+// Hands the row to the split fallback: clears its histogram and counters and
+// appends it to the deferred list.
+template <class Policy>
+__device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax) {
+  unsigned long long* hist = a.split_hist + row_id * Policy::kFbBins;
+  for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) hist[b] = 0;
+  if (threadIdx.x == 0) {
+    SplitRow s{};
+    s.zmax = zmax;
+    s.bin = -1;
+    a.split[row_id] = s;
+    a.deferred_rows[atomicAdd(a.deferred_count, 1u)] = (int32_t)row_id;
+  }
+}
 
 __device__ __forceinline__ void write_result(const SampleOutputs& o, int64_t row, const RowResult& r) {
   o.tokens[row] = r.token;
@@ -94,12 +119,12 @@ struct ListDecision {
 };
 
 // Decides the row from the candidate list in shared memory.  The list is the
-// exact order down to `next` (all of it when `complete`).  floor_only: the
-// list is complete for the kept set but the survivors (and W) extend below
-// it (a gather under top-p without min-p), so W comes from the chunk sums.
+// exact order down to `next` (all of it when `complete`).  When the
+// survivors extend beyond the list (top-p without min-p), W comes from the
+// chunks' partial sums.
 template <class Policy, class ChunkMass>
 __device__ ListDecision decide_from_list(MergeSmem<Policy>& sm, int n, bool complete, uint64_t next,
-                                         bool floor_only, const RowConfig& cfg, float zmax, ChunkMass chunk_mass) {
+                                         const RowConfig& cfg, float zmax, ChunkMass chunk_mass) {
   block_bitonic_sort_desc<Policy::kThreads>(sm.cand, n);
   int valid_prefix = n;  // candidates that precede `next`
   if (!complete) {
@@ -114,11 +139,11 @@ __device__ ListDecision decide_from_list(MergeSmem<Policy>& sm, int n, bool comp
   int survivors = -1;  // -1: the survivors extend beyond the list
   if (cfg.k_active) {
     if (cfg.top_k <= valid_prefix) survivors = cfg.top_k;
-    else if (complete && !floor_only) survivors = n;
+    else if (complete) survivors = n;
     else return {false, 0};
-  } else if (complete && !floor_only) {
+  } else if (complete) {
     survivors = n;
-  } else if (cfg.m_active && !floor_only) {
+  } else if (cfg.m_active) {
     return {false, 0};
   } else if (!cfg.p_active) {
     return {false, 0};
@@ -212,42 +237,6 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     if (threadIdx.x == 0) sm.dval = t;
     __syncthreads();
     return sm.dval;
-  };
-
-  // A tighter floor for top-p-only rows from the chunks' tail masses: the
-  // smallest depth D whose total mass below zmax - D is provably under
-  // (1 - p) W, so the kept set lies above zmax - D.  Chunk c's tokens below
-  // zmax - D lie below zloc_c - D_c, D_c = D - (zmax - zloc_c), and its tail
-  // at the deepest reported depth <= D_c bounds their mass.
-  auto tail_floor = [&]() -> float {
-    const double budget = (1.0 - (double)cfg.top_p) * chunk_mass() * (1.0 - 1e-4);
-    constexpr int kDepths = 12;
-    float floor_z = -__builtin_huge_valf();
-    if (!(fabsf(zmax) < 1e4f)) return floor_z;  // float differences too coarse for the margins
-#pragma unroll 1
-    for (int i = kDepths - 1; i >= 0; --i) {  // deepest first: the floor only rises
-      const float depth = i == 0 ? 1.0f : i == 1 ? 2.0f : i == 2 ? 3.0f : i == 3 ? 4.0f : i == 4 ? 6.0f
-                        : i == 5 ? 8.0f : i == 6 ? 10.0f : i == 7 ? 13.0f : i == 8 ? 16.0f : i == 9 ? 20.0f
-                        : i == 10 ? 26.0f : 34.0f;
-      double bound = 0;
-      for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
-        if (load_cg(&sum[c].eligible) == 0) continue;
-        const float zc = load_cg(&sum[c].zloc);
-        const float dc = depth - (zmax - zc) - 0.05f;
-        double b = load_cg(&sum[c].mass);
-#pragma unroll 1
-        for (int t = 0; t < kTailBins; ++t)
-          if (tail_depth(t) <= dc) b = load_cg(&sum[c].tail.m[t]);
-        bound += b * exp((double)zc - (double)zmax);
-      }
-      __syncthreads();
-      const double total = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(bound);
-      if (threadIdx.x == 0) sm.dval = total;
-      __syncthreads();
-      if (sm.dval < budget) floor_z = zmax - depth - 0.01f;
-      else break;
-    }
-    return floor_z;
   };
 
   if (cfg.plain()) {
@@ -380,19 +369,16 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       if (sm.uval > bound) bound = sm.uval;
       whole = whole && sm.uval == 0;
     }
-    d = decide_from_list<Policy>(sm, n, whole, bound, false, cfg, zmax, [&] { return chunk_mass(); });
+    d = decide_from_list<Policy>(sm, n, whole, bound, cfg, zmax, [&] { return chunk_mass(); });
   }
 
-  // ---- 2. bounded gather: every token that can be kept, from the row ----
-  // min-p keeps z >= zmax + ln(min_p); top-p never reaches a token whose
-  // weight is below (1 - p) / (e V): all of those together hold less than
-  // (1 - p) of W >= 1.  One pass gathers the tokens above that floor; when
-  // they fit on chip the row is decided exactly from them.
-  if (!d.decided && (cfg.m_active || cfg.p_active)) {
-    // (With min-p, W spans the whole min-p set, so the floor stays at min-p's.)
-    float zfloor = cfg.m_active ? zmax + cfg.ln_minp - 1.0f
-                                : zmax + logf((1.0f - cfg.top_p) / (float)a.vocab) - 1.0f;
-    if (cfg.p_active && !cfg.m_active && !cfg.k_active) zfloor = fmaxf(zfloor, tail_floor());
+  // ---- 2. bounded gather (min-p rows): every token that can be kept ----
+  // min-p keeps z >= zmax + ln(min_p).  One pass gathers the tokens above that
+  // floor; when they fit on chip the row is decided exactly from them.  Rows
+  // without min-p go straight to the fallback, whose histogram path decides
+  // them in two passes without such a floor.
+  if (!d.decided && cfg.m_active) {
+    const float zfloor = zmax + cfg.ln_minp - 1.0f;
     __syncthreads();
     if (threadIdx.x == 0) sm.count = 0;
     __syncthreads();
@@ -406,9 +392,8 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     }
     __syncthreads();
     if (sm.count <= Policy::kMergeCap) {
-      // Complete down to zfloor.  Under min-p alone the survivors are all
-      // here; with top-p alone W still spans the whole row (chunk sums).
-      d = decide_from_list<Policy>(sm, sm.count, /*complete=*/true, 0, /*floor_only=*/!cfg.m_active, cfg, zmax,
+      // Complete down to zfloor: every min-p survivor is here.
+      d = decide_from_list<Policy>(sm, sm.count, /*complete=*/true, 0, cfg, zmax,
                                    [&] { return chunk_mass(); });
     }
   }
@@ -418,6 +403,10 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   int32_t token;
   int32_t kept;
   double kept_mass = 0;
+  if (use_fallback && cfg.p_active && !cfg.k_active && split_vocab_ok<Policy>(a.vocab)) {
+    defer_row<Policy>(a, row_id, zmax);
+    return {kRowDeferred, -1, 0, kNan};
+  }
   if (use_fallback) {
     __syncthreads();
     FallbackRow<T, Policy> fb{row, a.vocab, cfg.temperature, zmax, cfg.ln_minp, cfg.m_active, fsm};

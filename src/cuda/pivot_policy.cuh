@@ -17,6 +17,13 @@ struct PivotPolicy {
   static constexpr int kMergeCap = 4096;      // most candidates the merge holds in shared memory
   static constexpr int kPreselect = 256;      // above this many, the merge keeps only the top ones before sorting
   static constexpr int kMaxMergeChunks = 256; // chunk offsets cached in shared memory (V <= 1M); one per thread
+  // Full-row fallback (pivot_fallback.cuh).
+  static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest
+  static constexpr int kFbBinsPerUnit = 64;   //   each 1/64 of a logit unit wide (grid depth ~32)
+  static constexpr int kFbListCap = 4096;     // most tokens of the boundary bin sorted on chip
+  static constexpr int kFbUnroll = 4;         // 16-byte loads in flight per thread per pass
+  static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
+  static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's two launches
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and

@@ -25,6 +25,7 @@
 #include "cuda/pivot_chunk.cuh"
 #include "cuda/pivot_merge.cuh"
 #include "cuda/pivot_policy.cuh"
+#include "cuda/pivot_split.cuh"
 
 namespace tokensift::cuda_detail {
 
@@ -60,17 +61,22 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 
   const RowResult r = pivot_merge_phase<T, Policy>(a, row, cfg, smem.merge, smem.fallback);
   if (threadIdx.x == 0) {
-    write_result(a.out, row, r);
+    if (r.status != kRowDeferred) write_result(a.out, row, r);
     a.tickets[row] = 0;
   }
 }
 
 struct PivotLayout {
-  size_t tickets, summaries, candidates, total;
+  size_t tickets, deferred_count, deferred_rows, split, split_hist, split_list, summaries, candidates, total;
   PivotLayout(int64_t rows, int64_t vocab) {
     const int64_t chunks = pivot_chunks(vocab);
     tickets = 0;
-    summaries = align_up(sizeof(uint32_t) * rows);
+    deferred_count = sizeof(uint32_t) * rows;  // right after the tickets: one memset clears both
+    deferred_rows = align_up(deferred_count + sizeof(uint32_t));
+    split = deferred_rows + align_up(sizeof(int32_t) * rows);
+    split_hist = split + align_up(sizeof(SplitRow) * rows);
+    split_list = split_hist + align_up(sizeof(unsigned long long) * rows * PivotPolicy::kFbBins);
+    summaries = split_list + align_up(sizeof(uint64_t) * rows * PivotPolicy::kFbListCap);
     candidates = summaries + align_up(sizeof(ChunkSummary) * rows * chunks);
     total = candidates + sizeof(uint64_t) * rows * chunks * PivotPolicy::kCap;
   }
@@ -94,24 +100,44 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   a.tickets = reinterpret_cast<uint32_t*>(ws + lay.tickets);
   a.summaries = reinterpret_cast<ChunkSummary*>(ws + lay.summaries);
   a.candidates = reinterpret_cast<uint64_t*>(ws + lay.candidates);
+  a.deferred_count = reinterpret_cast<uint32_t*>(ws + lay.deferred_count);
+  a.deferred_rows = reinterpret_cast<int32_t*>(ws + lay.deferred_rows);
+  a.split = reinterpret_cast<SplitRow*>(ws + lay.split);
+  a.split_hist = reinterpret_cast<unsigned long long*>(ws + lay.split_hist);
+  a.split_list = reinterpret_cast<uint64_t*>(ws + lay.split_list);
   const int64_t blocks = logits.rows * a.chunks;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
   // The tickets must start at zero.  Other calls on this workspace (another
   // shape, or the sort path) may have left scratch data where this call's
   // tickets live, so they are cleared here: one small memset node, which
   // also keeps a captured graph self-contained.
-  const cudaError_t me = cudaMemsetAsync(a.tickets, 0, sizeof(uint32_t) * logits.rows, stream);
+  const cudaError_t me = cudaMemsetAsync(a.tickets, 0, sizeof(uint32_t) * (logits.rows + 1), stream);
   if (me != cudaSuccess) return me;
   const dim3 grid((unsigned)blocks), block(PivotPolicy::kThreads);
+  // The split fallback takes only top-p rows without top-k (pivot_merge.cuh);
+  // when the parameters rule those out for every row, its launches are skipped.
+  const SamplingParams& p = params;
+  const bool may_split = split_vocab_ok<PivotPolicy>(logits.vocab) &&
+                         (p.top_p.per_row != nullptr || p.top_p.value < 1.0f) &&
+                         (p.top_k.per_row != nullptr || p.top_k.value <= 0 || p.top_k.value >= logits.vocab);
+  const dim3 split_grid((unsigned)PivotPolicy::kSplitCtas);
+  auto launch = [&](auto tag) {
+    using T = decltype(tag);
+    pivot_sample_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
+    if (may_split) {
+      split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
+      split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
+    }
+  };
   switch (logits.dtype) {
     case DType::kF32:
-      pivot_sample_kernel<float, PivotPolicy><<<grid, block, 0, stream>>>(a);
+      launch(float{});
       break;
     case DType::kBF16:
-      pivot_sample_kernel<__nv_bfloat16, PivotPolicy><<<grid, block, 0, stream>>>(a);
+      launch(__nv_bfloat16{});
       break;
     case DType::kF16:
-      pivot_sample_kernel<__half, PivotPolicy><<<grid, block, 0, stream>>>(a);
+      launch(__half{});
       break;
   }
   return cudaGetLastError();

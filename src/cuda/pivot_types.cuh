@@ -8,16 +8,6 @@
 
 namespace tokensift::cuda_detail {
 
-// Depths below a chunk's max at which it reports its tail mass (top-p rows):
-// tail[t] >= the mass of its tokens with z < zloc - kTailDepth[t].
-constexpr int kTailBins = 8;
-__host__ __device__ constexpr float tail_depth(int t) {
-  return t == 0 ? 2.0f : t == 1 ? 4.0f : t == 2 ? 6.0f : t == 3 ? 8.0f : t == 4 ? 11.0f : t == 5 ? 14.0f : t == 6 ? 18.0f : 24.0f;
-}
-struct TailMass {
-  double m[kTailBins];
-};
-
 struct ChunkSummary {
   uint64_t xmax;     // pack_order(order_key(x), index) of the chunk's largest non-NaN logit
   uint64_t next;     // packed (z key, index) of the best active token NOT emitted; 0 = none
@@ -29,7 +19,20 @@ struct ChunkSummary {
   int32_t eligible;  // tokens with z > -inf
   int32_t bad;       // saw a NaN or +inf logit
   int32_t pad_;
-  TailMass tail;     // top-p rows: mass below zloc - tail_depth(t), relative to zloc
+};
+
+// A row whose top-p boundary the merging CTA could not decide is deferred to
+// two more launches that spread the fallback's two histogram passes over many
+// CTAs (pivot_split.cuh).  What those launches share about the row:
+struct SplitRow {
+  float zmax;
+  int32_t bin;                // boundary bin; -1: the grid cannot pin it
+  int32_t nlist;              // tokens gathered from the boundary bin
+  uint32_t above_n;           // tokens in the bins above it
+  uint32_t ticket_a, ticket_b;
+  unsigned long long race;    // best race key over the bins above
+  uint64_t above_m;           // their fixed-point mass
+  double target;              // p W in fixed-point units
 };
 
 struct PivotArgs {
@@ -43,6 +46,11 @@ struct PivotArgs {
   uint32_t* tickets;         // [rows], zero between calls
   ChunkSummary* summaries;   // [rows * chunks]
   uint64_t* candidates;      // [rows * chunks * kCap]
+  uint32_t* deferred_count;  // rows deferred to the split fallback (zero between calls)
+  int32_t* deferred_rows;    // [rows], their ids in the order they were deferred
+  SplitRow* split;           // [rows]
+  unsigned long long* split_hist;  // [rows * kFbBins]
+  uint64_t* split_list;      // [rows * kFbListCap]
 };
 
 }  // namespace tokensift::cuda_detail

@@ -1,0 +1,178 @@
+// Split fallback of the pivot sampler: the histogram path of
+// pivot_fallback.cuh, spread over many CTAs, for top-p rows whose boundary the
+// chunks' candidates miss (kept sets of hundreds to tens of thousands).
+//
+// Why: one CTA streaming a 129k-logit row is bound by its own instruction
+// latency, not by memory: 8 warps cannot hide the ~40 dependent instructions
+// each token costs (bin, fixed-point weight, atomics; Philox for the race), so
+// each pass took ~150 us on the H200.  The same passes over the row's 4,096-
+// logit chunks, one CTA each, take a few microseconds.
+//
+// Two more launches per call, each a persistent grid of kSplitCtas CTAs that
+// walks (deferred row, chunk) items; they exit at once when no row was
+// deferred, and the host skips them when no row of the call can qualify.
+//   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
+//      memory and adds the non-empty bins to the row's global histogram with
+//      64-bit integer atomics.  The row's last item (a ticket) scans the
+//      histogram for the bin where the prefix reaches p W.
+//   B. Each item appends its tokens of that bin to the row's global list and
+//      counts and races its tokens above it (block reduction, then one atomic
+//      add and one atomic max).  The row's last item sorts the list in shared
+//      memory, scans to the boundary, finishes the race and writes the result.
+// Every cross-CTA combination is an integer sum or a max, so the result does
+// not depend on which CTA handled which item: the same bits as the one-CTA
+// histogram path, at any batch size.  When the grid cannot pin the bin (flat
+// rows, a bin of more than kFbListCap tokens), the last item of B runs the
+// one-CTA fallback instead.
+#pragma once
+
+#include "cuda/pivot_chunk.cuh"
+#include "cuda/pivot_fallback.cuh"
+#include "cuda/pivot_merge.cuh"
+
+namespace tokensift::cuda_detail {
+
+template <class T, class Policy>
+struct SplitItem {
+  int64_t row_id;
+  int32_t begin;
+  RowConfig cfg;
+  const T* row;
+};
+
+template <class T, class Policy>
+__device__ SplitItem<T, Policy> split_item(const PivotArgs& a, int64_t item) {
+  SplitItem<T, Policy> it;
+  it.row_id = a.deferred_rows[item / a.chunks];
+  it.begin = (int32_t)(item % a.chunks) * Policy::kChunk;
+  it.cfg = load_row_config(a.params, it.row_id, a.vocab);
+  it.row = static_cast<const T*>(a.logits) + it.row_id * a.row_stride;
+  return it;
+}
+
+// The last of a row's `chunks` items to arrive, after every earlier item's
+// global writes are visible.
+template <class Policy>
+__device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) flag = atomicAdd(ticket, 1u) == (uint32_t)(chunks - 1);
+  __syncthreads();
+  const bool last = flag;
+  if (last) __threadfence();
+  return last;
+}
+
+template <class T, class Policy>
+__global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(const PivotArgs a) {
+  __shared__ FallbackSmem<Policy> sm;
+  __shared__ int last_flag;
+  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
+    SplitRow& s = a.split[it.row_id];
+    FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
+    const float scale = fb.fixed_scale();
+    fb.hist_clear();
+    float x[Policy::kItems];
+    bool valid[Policy::kItems];
+    load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+    typename FallbackRow<T, Policy>::BinRun run;
+#pragma unroll
+    for (int j = 0; j < Policy::kItems; ++j) {
+      if (!valid[j]) continue;
+      const float z = fb.z_of(x[j]);
+      if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+    }
+    fb.hist_flush(run);
+    __syncthreads();
+    unsigned long long* hist = a.split_hist + it.row_id * Policy::kFbBins;
+    for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) {
+      const uint64_t v = fb.hist_value(b);
+      if (v) atomicAdd(&hist[b], (unsigned long long)v);
+    }
+    if (split_last<Policy>(&s.ticket_a, a.chunks, last_flag)) {
+      const auto bd = fb.template find_boundary<true>(
+          [&](int b) { return (uint64_t)load_cg(&hist[b]); }, it.cfg);
+      if (threadIdx.x == 0) {
+        s.bin = bd.bin;
+        s.above_m = bd.above;
+        s.target = bd.target;
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <class T, class Policy>
+__global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(const PivotArgs a) {
+  using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
+  __shared__ FallbackSmem<Policy> sm;
+  __shared__ typename ReduceU64::TempStorage reduce;
+  __shared__ int last_flag;
+  const float kNan = __int_as_float(0x7fffffff);
+  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+    const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
+    SplitRow& s = a.split[it.row_id];
+    FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
+    uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
+    const int bin = s.bin;
+    if (bin >= 0) {
+      float x[Policy::kItems];
+      bool valid[Policy::kItems];
+      load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+      uint64_t best = 0, n_above = 0;
+#pragma unroll
+      for (int j = 0; j < Policy::kItems; ++j) {
+        if (!valid[j]) continue;
+        const float z = fb.z_of(x[j]);
+        if (!fb.eligible(z)) continue;
+        const int b = fb.bin_of(z);
+        if (b > bin) continue;
+        const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
+        if (b == bin) {
+          const int at = atomicAdd(&s.nlist, 1);
+          if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
+        } else {
+          n_above += 1;
+          const uint64_t r = fb.race_key(z, it.cfg, idx);
+          best = r > best ? r : best;
+        }
+      }
+      const uint64_t n = ReduceU64(reduce).Sum(n_above);
+      __syncthreads();
+      const uint64_t m = ReduceU64(reduce).Reduce(best, MaxU64{});
+      if (threadIdx.x == 0) {
+        if (n) atomicAdd(&s.above_n, (uint32_t)n);
+        if (m) atomicMax(&s.race, (unsigned long long)m);
+      }
+    }
+    if (split_last<Policy>(&s.ticket_b, a.chunks, last_flag)) {
+      const int nlist = load_cg(&s.nlist);
+      FallbackResult r;
+      bool done = false;
+      if (bin >= 0 && nlist <= Policy::kFbListCap) {
+        for (int j = threadIdx.x; j < nlist; j += Policy::kThreads) sm.data.list[j] = load_cg(&list[j]);
+        __syncthreads();
+        HistStage st;
+        const uint64_t best = threadIdx.x == 0 ? (uint64_t)load_cg(&s.race) : 0;
+        done = fb.template resolve_list<true>(nlist, s.above_m, (int)load_cg(&s.above_n), s.target,
+                                              it.cfg, true, best, st);
+        if (done) r = fb.from_stage(st);
+      }
+      if (!done) r = fb.run(it.cfg);  // the one-CTA fallback (it may take its generic path)
+      if (threadIdx.x == 0) {
+        float lp = kNan;
+        if (a.out.logprobs) {
+          const float z = contract::scale(to_float(it.row[r.token]), it.cfg.temperature);
+          lp = (float)(((double)z - (double)s.zmax) - log(r.kept_mass));
+        }
+        write_result(a.out, it.row_id, RowResult{TOKENSIFT_ROW_OK, r.token, r.kept, lp});
+      }
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace tokensift::cuda_detail
