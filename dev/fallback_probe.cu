@@ -1,6 +1,7 @@
 // Dev probe (not part of the library): times the pivot sampler row by row on
 // the anchors' distribution and reports, with TOKENSIFT_FB_TRACE, every row
-// whose fallback leaves the histogram path.  Build on the device:
+// whose fallback leaves the histogram path.  Arguments: B, top_p, sigma of the
+// N(0, sigma^2) bulk, number of tokens boosted by +8..+15 (defaults 64 0.9 2 20).  Build on the device:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Isrc \
 //        -DTOKENSIFT_FB_TRACE dev/fallback_probe.cu -o /tmp/fbp && /tmp/fbp
 #include <cuda_runtime.h>
@@ -18,13 +19,15 @@ int main(int argc, char** argv) {
   const int64_t V = 129280;
   const int B = argc > 1 ? atoi(argv[1]) : 64;
   const float top_p = argc > 2 ? (float)atof(argv[2]) : 0.9f;
+  const float sigma = argc > 3 ? (float)atof(argv[3]) : 2.0f;
+  const int boosted = argc > 4 ? atoi(argv[4]) : 20;
   std::mt19937_64 gen(1234);
-  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::normal_distribution<float> nd(0.0f, sigma);
   std::uniform_real_distribution<float> ud(8.0f, 15.0f);
   std::vector<float> h((size_t)B * V);
   for (int r = 0; r < B; ++r) {
     for (int64_t i = 0; i < V; ++i) h[(size_t)r * V + i] = nd(gen);
-    for (int j = 0; j < 20; ++j) h[(size_t)r * V + gen() % V] += ud(gen);
+    for (int j = 0; j < boosted; ++j) h[(size_t)r * V + gen() % V] += ud(gen);
   }
   float* d;
   cudaMalloc(&d, h.size() * 4);

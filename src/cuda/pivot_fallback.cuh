@@ -4,8 +4,8 @@
 //
 // Histogram path (the usual one), two passes per filter.  Pass A drops every
 // surviving token into one of kFbBins bins by its depth below the row max,
-// d = zmax - z, in steps of 1/kFbBinsPerUnit (the last bin catches d beyond the
-// grid), and adds up per bin the tokens (top-k) or their mass (top-p) in
+// d = zmax - z, in steps of 1/bins_per_unit (the last bin catches d beyond the
+// grid; the split path scales the step to the row, see pivot_split.cuh), and adds up per bin the tokens (top-k) or their mass (top-p) in
 // shared memory.  The mass is fixed point, exp(z - zmax) * 2^shift as a u64
 // held in two 32-bit words (shared memory's 64-bit atomic add is a CAS loop:
 // with it, pass A cost ~300 us instead of ~10), so the atomics add integers
@@ -92,6 +92,7 @@ struct FallbackRow {
   float ln_minp;
   bool m_active;
   FallbackSmem<Policy>& sm;
+  float bins_per_unit = (float)Policy::kFbBinsPerUnit;  // bin width: 1 / bins_per_unit logit units
 
   static constexpr int kThreads = Policy::kThreads;
   static constexpr int kBins = Policy::kFbBins;
@@ -112,10 +113,12 @@ struct FallbackRow {
     return (uint64_t)__float2ull_rn(expf(z - zmax) * scale);
   }
   // Monotone in z (non-increasing): a better token never lands in a worse bin.
+  // (A d just under the range may round into the catch-all bin; the map
+  // stays monotone, and a boundary there only sends the row to the generic
+  // path.)
   __device__ int bin_of(float z) const {
-    constexpr float kRange = (float)(kBins - 1) / (float)Policy::kFbBinsPerUnit;
     const float d = zmax - z;
-    return d < kRange ? (int)(d * (float)Policy::kFbBinsPerUnit) : kBins - 1;
+    return d < (float)(kBins - 1) / bins_per_unit ? (int)(d * bins_per_unit) : kBins - 1;
   }
 
   __device__ double block_sum(double v) {

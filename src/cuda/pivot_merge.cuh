@@ -94,13 +94,14 @@ __host__ __device__ inline bool split_vocab_ok(int64_t vocab) {
 // Hands the row to the split fallback: clears its histogram and counters and
 // appends it to the deferred list.
 template <class Policy>
-__device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax) {
+__device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float bins_per_unit) {
   unsigned long long* hist = a.split_hist + row_id * Policy::kFbBins;
   for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) hist[b] = 0;
   if (threadIdx.x == 0) {
     SplitRow s{};
     s.zmax = zmax;
     s.bin = -1;
+    s.bins_per_unit = bins_per_unit;
     a.split[row_id] = s;
     a.deferred_rows[atomicAdd(a.deferred_count, 1u)] = (int32_t)row_id;
   }
@@ -404,7 +405,17 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   int32_t kept;
   double kept_mass = 0;
   if (use_fallback && cfg.p_active && !cfg.k_active && split_vocab_ok<Policy>(a.vocab)) {
-    defer_row<Policy>(a, row_id, zmax);
+    // Bins scaled to the row: ln(V / W) is the depth below the max where a
+    // typical token sits, so kFbDepthBins bins per that depth keep the bin at
+    // the boundary to a few hundred tokens on near-flat rows (depth ~1) and
+    // on peaked ones (depth ~10-20) alike.  W from the chunks' sums: top-p
+    // rows without min-p only; others keep the fixed grid.
+    float per_unit = (float)Policy::kFbBinsPerUnit;
+    if (!cfg.m_active) {
+      const double depth = log((double)a.vocab / chunk_mass());
+      per_unit = depth > 0.0 ? (float)fmin(fmax((double)Policy::kFbDepthBins / depth, 8.0), 65536.0) : 65536.0f;
+    }
+    defer_row<Policy>(a, row_id, zmax, per_unit);
     return {kRowDeferred, -1, 0, kNan};
   }
   if (use_fallback) {

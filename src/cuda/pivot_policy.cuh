@@ -20,6 +20,7 @@ struct PivotPolicy {
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest
   static constexpr int kFbBinsPerUnit = 64;   //   each 1/64 of a logit unit wide (grid depth ~32)
+  static constexpr int kFbDepthBins = 512;    //   split path: bins per ln(V / W) of depth (grid ~4x that)
   static constexpr int kFbListCap = 4096;     // most tokens of the boundary bin sorted on chip
   static constexpr int kFbUnroll = 4;         // 16-byte loads in flight per thread per pass
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20

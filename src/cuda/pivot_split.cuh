@@ -19,6 +19,9 @@
 //      counts and races its tokens above it (block reduction, then one atomic
 //      add and one atomic max).  The row's last item sorts the list in shared
 //      memory, scans to the boundary, finishes the race and writes the result.
+// The bins are scaled to the row (kFbDepthBins per ln(V / W), W from the
+// chunks' sums), so near-flat rows (logits within a unit or two of the max)
+// resolve here too instead of overflowing one bin of the fixed grid.
 // Every cross-CTA combination is an integer sum or a max, so the result does
 // not depend on which CTA handled which item: the same bits as the one-CTA
 // histogram path, at any batch size.  When the grid cannot pin the bin (flat
@@ -72,6 +75,7 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(const Pivo
     const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
     SplitRow& s = a.split[it.row_id];
     FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
+    fb.bins_per_unit = s.bins_per_unit;
     const float scale = fb.fixed_scale();
     fb.hist_clear();
     float x[Policy::kItems];
@@ -116,6 +120,7 @@ __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(const Pi
     const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
     SplitRow& s = a.split[it.row_id];
     FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
+    fb.bins_per_unit = s.bins_per_unit;
     uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
     const int bin = s.bin;
     if (bin >= 0) {

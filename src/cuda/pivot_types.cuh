@@ -30,6 +30,7 @@ struct SplitRow {
   int32_t nlist;              // tokens gathered from the boundary bin
   uint32_t above_n;           // tokens in the bins above it
   uint32_t ticket_a, ticket_b;
+  float bins_per_unit;        // histogram resolution chosen for this row
   unsigned long long race;    // best race key over the bins above
   uint64_t above_m;           // their fixed-point mass
   double target;              // p W in fixed-point units
