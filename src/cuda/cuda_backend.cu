@@ -2,11 +2,10 @@
 // sizing, and the algorithm choice.
 //
 // Algo::kAuto picks the pivot sampler for every shape: on the H200 it beats
-// the sorting baseline by 23-254x in the benchmark cells except top-p-only
-// rows from B = 4, where its full-row fallback loses up to 2.6x (docs/api.md,
-// docs/perf-notes.md), and it needs O(B) workspace instead of O(B * V), which
-// a per-call switch to the sort path would give up.  The sort path stays
-// selectable as the baseline.
+// the sorting baseline by 16-191x in every benchmark cell where both ran
+// (docs/api.md, docs/perf-notes.md), and it needs O(B) workspace instead of
+// O(B * V), which a per-call switch to the sort path would give up.  The sort
+// path stays selectable as the baseline.
 #include <cuda_runtime.h>
 
 #include "api/backend.hpp"

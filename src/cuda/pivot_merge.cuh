@@ -404,7 +404,13 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   int32_t token;
   int32_t kept;
   double kept_mass = 0;
-  if (use_fallback && cfg.p_active && !cfg.k_active && split_vocab_ok<Policy>(a.vocab)) {
+  // A row whose best non-emitted token ties with its max holds a run of equal
+  // logits longer than a chunk emits (a constant row): no bin grid can split
+  // it, and on the split path its one-CTA fallback would run inside the
+  // persistent grid, where it delays other rows' items (measured: 7x slower at
+  // B = 1024).  Such rows keep the in-kernel fallback, one CTA per row.
+  const bool tie_run_at_max = rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax);  // next holds z keys
+  if (use_fallback && cfg.p_active && !cfg.k_active && !tie_run_at_max && split_vocab_ok<Policy>(a.vocab)) {
     // Bins scaled to the row: ln(V / W) is the depth below the max where a
     // typical token sits, so kFbDepthBins bins per that depth keep the bin at
     // the boundary to a few hundred tokens on near-flat rows (depth ~1) and

@@ -1,7 +1,8 @@
-// The pivot sampler: sorting-free, one launch per call.
+// The pivot sampler: sorting-free, one launch per call (three when a call's
+// parameters allow top-p rows without top-k).
 //
-// Algorithm (see pivot_chunk.cuh, pivot_merge.cuh and pivot_fallback.cuh for
-// each phase):
+// Algorithm (see pivot_chunk.cuh, pivot_merge.cuh, pivot_fallback.cuh and
+// pivot_split.cuh for each phase):
 //   1. A row of V logits is split into ceil(V / 4096) chunks; each chunk is one
 //      CTA, so even a batch of one fills the GPU with V / 4096 CTAs (32 for
 //      DeepSeek's 129,280).  The split depends on V only, never on the batch.
@@ -9,16 +10,21 @@
 //      argmax / NaN / counts, and emits a small upper set of its tokens in the
 //      contract's order, chosen by a radix-select pivot (or runs the
 //      exponential race directly for unfiltered rows).
-//   3. The last chunk CTA of a row to finish (an atomic ticket; no second
-//      launch and no host round trip) merges: it decides min-p, top-k and
-//      top-p from the candidates when they provably contain the boundary,
-//      else searches the full row with quaternary pivots (Qrita's multi-pivot
-//      search), and races the kept set with the contract's Philox stream.
-// HBM traffic is the logits once plus O(candidates); no sort, no allocation,
-// no synchronisation; graph capture works because every parameter is read on
-// the device.  Failure modes: rows whose kept set is far larger than the
-// emitted candidates (flat rows under top-p, huge k) take the fallback, which
-// re-reads the row ~20-40 times from L2 with one CTA; correct, but slow.
+//   3. The last chunk CTA of a row to finish (an atomic ticket; no host round
+//      trip) merges: it decides min-p, top-k and top-p from the candidates
+//      when they provably contain the boundary and races the kept set with
+//      the contract's Philox stream.
+//   4. Rows the candidates cannot decide (kept sets of hundreds of tokens or
+//      more) search the row with fixed-point depth histograms: top-p rows
+//      without top-k in two more launches that spread the two passes over
+//      the row's chunks (pivot_split.cuh), others in the merging CTA
+//      (pivot_fallback.cuh); Qrita's quaternary pivot search is the last
+//      resort when one bin holds too many tokens (long runs of equal logits).
+// HBM traffic is the logits once plus O(candidates), twice more for deferred
+// rows; no sort, no allocation, no synchronisation; graph capture works
+// because every parameter is read on the device.  Failure modes: rows of
+// equal logits under top-p or huge k reach the last resort, which re-reads
+// the row ~20-40 times with one CTA: correct, but milliseconds.
 #include <cuda_runtime.h>
 
 #include "cuda/launch.hpp"
