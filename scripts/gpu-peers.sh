@@ -90,7 +90,7 @@ python3 bench/peers/run_peers.py --budget-s "$budget" --out "$OUT" \
   ${skip[@]:+--skip "${skip[@]}"} "$@"
 rc=$?
 for f in "$OUT"/peers-*.json; do
-  [ -e "$f" ] && python3 bench/peers/plot.py "$f" --out-dir "$OUT"
+  [ -e "$f" ] && python3 bench/peers/plot.py "$f" --every-vocab --out-dir "$OUT"
 done
 echo "== done at $(elapsed) s (run_peers rc $rc); files in $OUT:"
 ls -la "$OUT"

@@ -5,7 +5,10 @@
   <stem>-speedup.png   best peer / best tokensift per cell (> 1: tokensift
                        faster), one panel per dtype, one line per case
 
-Usage: python3 bench/peers/plot.py RESULT.json [--vocab 129280] [--out-dir DIR]
+Usage: python3 bench/peers/plot.py RESULT.json [--vocab 129280] [--every-vocab] [--out-dir DIR]
+
+--every-vocab also writes <stem>-latency-v<V>.png and <stem>-speedup-v<V>.png
+for every other vocabulary in the result.
 """
 import argparse
 import json
@@ -123,6 +126,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("result")
     ap.add_argument("--vocab", type=int, default=None, help="default: 129280 if measured, else the first")
+    ap.add_argument("--every-vocab", action="store_true", help="also plot every other measured vocab")
     ap.add_argument("--out-dir", default=None)
     args = ap.parse_args(argv)
     with open(args.result) as f:
@@ -136,6 +140,11 @@ def main(argv=None):
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.result))
     made = [plot_latency(res, vocab, os.path.join(out_dir, f"{stem}-latency.png")),
             plot_speedup(res, vocab, os.path.join(out_dir, f"{stem}-speedup.png"))]
+    if args.every_vocab:
+        for v in vocabs:
+            if v != vocab:
+                made += [plot_latency(res, v, os.path.join(out_dir, f"{stem}-latency-v{v}.png")),
+                         plot_speedup(res, v, os.path.join(out_dir, f"{stem}-speedup-v{v}.png"))]
     made = [m for m in made if m]
     for m in made:
         print("wrote", m)

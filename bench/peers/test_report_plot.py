@@ -80,6 +80,22 @@ def test_plots(tmp_path):
         assert os.path.getsize(m) > 10_000
 
 
+def test_plots_every_vocab(tmp_path):
+    pytest.importorskip("matplotlib")
+    import plot
+
+    res = synthetic()
+    res["records"] += [dict(r, vocab=151936) for r in res["records"]]
+    path = tmp_path / "peers-h200-test.json"
+    path.write_text(json.dumps(res))
+    made = plot.main([str(path), "--every-vocab"])
+    names = sorted(os.path.basename(m) for m in made)
+    assert names == ["peers-h200-test-latency-v151936.png", "peers-h200-test-latency.png",
+                     "peers-h200-test-speedup-v151936.png", "peers-h200-test-speedup.png"]
+    for m in made:
+        assert os.path.getsize(m) > 10_000
+
+
 def test_merge_keeps_every_cell_once():
     a, b = synthetic(), synthetic()
     b["records"] = [dict(r, vocab=151936) for r in b["records"]] + [dict(a["records"][0], us_graph=1.0)]
