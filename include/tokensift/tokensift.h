@@ -1,7 +1,7 @@
 /* tokensift.h: the C ABI.
  *
  * Plain C (C99), no C++ types cross it, so C engines (ds4, llama.cpp) and Rust
- * (bindgen) call it directly.  Two-phase like CUB: ask for the workspace size,
+ * (rust/tokensift, hand-written FFI) call it directly.  Two-phase like CUB: ask for the workspace size,
  * allocate it once, then call tokensift_sample any number of times; no call
  * allocates, synchronizes or (on the CUDA backend) breaks graph capture.
  *
