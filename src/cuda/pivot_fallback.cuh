@@ -152,7 +152,7 @@ struct FallbackRow {
   }
   template <class F>
   __device__ void stream_strided(F&& f) {
-    block_stream_row_strided<kThreads, Policy::kFbUnroll * 4>(row, vocab, f);
+    block_stream_row_strided<kThreads, Policy::kFbStridedUnroll>(row, vocab, f);
   }
 
   // ---- histogram path ----

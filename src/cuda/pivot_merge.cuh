@@ -14,8 +14,10 @@
 // is dropped only lowers `next`).  Decided rows sort those in shared memory,
 // scan the masses in double and race the kept prefix.  Undecided min-p rows
 // gather every token above min-p's floor and decide from that when it fits on
-// chip; the rest take the full-row fallback.  Every reduction has a fixed shape, so results are
-// bit-identical from run to run and independent of the batch.
+// chip.  Undecided top-p rows without top-k are deferred to the split
+// fallback (pivot_split.cuh); the rest take the full-row fallback here.  Every
+// reduction has a fixed shape, so results are bit-identical from run to run
+// and independent of the batch.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>

@@ -23,6 +23,7 @@ struct PivotPolicy {
   static constexpr int kFbDepthBins = 512;    //   split path: bins per ln(V / W) of depth (grid ~4x that)
   static constexpr int kFbListCap = 4096;     // most tokens of the boundary bin sorted on chip
   static constexpr int kFbUnroll = 4;         // 16-byte loads in flight per thread per pass
+  static constexpr int kFbStridedUnroll = 16; // scalar loads in flight per thread (generic path's fixed-order passes)
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's two launches
 };
