@@ -187,3 +187,17 @@ def sample_row(x, temperature=1.0, min_p=0.0, top_k=0, top_p=1.0, seed=0, offset
     w = np.exp(zs[:m].astype(f64) - f64(z_max))
     logprob = (float(z[tok]) - float(z_max)) - float(np.log(w.sum()))
     return RowResult(0, tok, m, lo, hi, tokens, logprob)
+
+
+# The parameter grid the sampling tests sweep (CPU arrays and torch tensors
+# alike): defaults, greedy, each filter alone, all of them, and edges.
+PARAM_GRID = [
+    dict(),
+    dict(temperature=0.0),
+    dict(temperature=0.7, top_k=5),
+    dict(temperature=1.3, top_p=0.8),
+    dict(min_p=0.1),
+    dict(temperature=0.5, min_p=0.05, top_k=20, top_p=0.9),
+    dict(top_k=1),
+    dict(top_p=0.3, min_p=1.0),
+]

@@ -6,16 +6,7 @@ import pytest
 import contract_oracle as O
 import tokensift as ts
 
-PARAM_GRID = [
-    dict(),
-    dict(temperature=0.0),
-    dict(temperature=0.7, top_k=5),
-    dict(temperature=1.3, top_p=0.8),
-    dict(min_p=0.1),
-    dict(temperature=0.5, min_p=0.05, top_k=20, top_p=0.9),
-    dict(top_k=1),
-    dict(top_p=0.3, min_p=1.0),
-]
+PARAM_GRID = O.PARAM_GRID
 
 
 def random_logits(rng, rows, vocab, scale=3.0):

@@ -11,16 +11,7 @@ torch = pytest.importorskip("torch")
 import contract_oracle as O
 import tokensift as ts
 
-PARAMS = [
-    dict(),
-    dict(temperature=0.0),
-    dict(temperature=0.7, top_k=5),
-    dict(temperature=1.3, top_p=0.8),
-    dict(min_p=0.1),
-    dict(temperature=0.5, min_p=0.05, top_k=20, top_p=0.9),
-    dict(top_k=1),
-    dict(top_p=0.3, min_p=1.0),
-]
+PARAMS = O.PARAM_GRID
 DTYPES = ["float32", "float16", "bfloat16"]
 
 
