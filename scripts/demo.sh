@@ -8,15 +8,8 @@
 # Environment: TOKENSIFT_PRESET (default "default"), TOKENSIFT_BUILD_DIR, TOKENSIFT_JOBS.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH="/usr/local/cuda/bin:$PATH"
-fi
-
-preset="${TOKENSIFT_PRESET:-default}"
-build_dir="${TOKENSIFT_BUILD_DIR:-build/$preset}"
-jobs="${TOKENSIFT_JOBS:-$(nproc)}"
+# shellcheck source=scripts/lib/build-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build-env.sh"
 
 cmake --preset "$preset" -B "$build_dir" -DTOKENSIFT_BUILD_EXAMPLES=ON >/dev/null
 cmake --build "$build_dir" -j "$jobs" --target tokensift_demo tokensift_decode

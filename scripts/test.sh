@@ -12,17 +12,8 @@
 # TOKENSIFT_TEST_SCALE (multiplies the randomized test budgets).
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-
-# A CUDA toolkit installed in the usual place but not on PATH still counts.
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH="/usr/local/cuda/bin:$PATH"
-fi
-
-preset="${TOKENSIFT_PRESET:-default}"
-build_dir="${TOKENSIFT_BUILD_DIR:-build/$preset}"
-jobs="${TOKENSIFT_JOBS:-$(nproc)}"
+# shellcheck source=scripts/lib/build-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build-env.sh"
 
 t0=$(date +%s)
 # shellcheck disable=SC2086
