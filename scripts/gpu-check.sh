@@ -3,8 +3,10 @@
 # backend, the sanitizers on a reduced matrix, and the sampler benchmark.
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
 #
-#   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick
-#                                   (default build,test,sanitize,bench)
+#   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
+#                                   benchflat,profile (default build,test,sanitize,bench)
+# profile: Nsight Compute per-kernel durations (clocks left alone) for the
+# cases named in PROFILE_CASES at B = 1 and 1024: where a call's time goes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -49,6 +51,33 @@ if has benchquick; then
   log bench quick
   $BUILD/bench/sampler_bench --out "$OUT/bench-quick.json" --vocabs 129280 --batches 1,64,1024 \
     --dists outlier_head --algos ${QUICK_ALGOS:-pivot,sort} --sort-max-batch 64 --reps 10 2>&1 | tail -80
+fi
+
+if has benchflat; then
+  log bench flat
+  $BUILD/bench/sampler_bench --out "$OUT/bench-flat-quick.json" --vocabs 129280 --batches 1,256,1024 \
+    --dists flat,dominant --algos pivot --cases p0.9,k50_p0.9,minp0.05 --reps 5 2>&1 | tail -40
+fi
+
+if has profile; then
+  log profile
+  for b in 1 1024; do
+    timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 40 --launch-count 30 \
+      -k regex:'pivot|split|greedy|sort|argmax' --csv --log-file "$OUT/ncu-b$b.csv" \
+      $BUILD/bench/sampler_bench --out /dev/null --vocabs 129280 --batches $b --dists outlier_head --algos pivot \
+      --dtypes fp32 --cases ${PROFILE_CASES:-k50_p0.9} --reps 3 >"$OUT/ncu-b$b.log" 2>&1
+    echo "ncu B=$b rc=$?"
+    python3 - "$OUT/ncu-b$b.csv" <<'PY'
+import csv, sys, statistics, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
+if not rows: sys.exit(print("no ncu rows"))
+h = rows[0]; k, v, u = h.index("Kernel Name"), h.index("Metric Value"), h.index("Metric Unit")
+d = collections.defaultdict(list)
+for r in rows[1:]:
+    x = float(r[v].replace(",", "")); d[r[k].split("(")[0].split("<")[0][-40:]].append(x * (1e-3 if r[u] == "ns" else 1))
+for name, xs in d.items(): print(f"  {name:40s} n={len(xs):3d} median {statistics.median(xs):9.2f} us  min {min(xs):9.2f}")
+PY
+  done
 fi
 
 if has bench; then
