@@ -27,6 +27,7 @@
 // the row ~20-40 times with one CTA: correct, but milliseconds.
 #include <cuda_runtime.h>
 
+#include "cuda/greedy_argmax.hpp"
 #include "cuda/launch.hpp"
 #include "cuda/pivot_chunk.cuh"
 #include "cuda/pivot_merge.cuh"
@@ -73,12 +74,13 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 }
 
 struct PivotLayout {
-  size_t tickets, deferred_count, deferred_rows, split, split_hist, split_list, summaries, candidates, total;
+  size_t tickets, deferred_count, split_next, deferred_rows, split, split_hist, split_list, summaries, candidates, total;
   PivotLayout(int64_t rows, int64_t vocab) {
     const int64_t chunks = pivot_chunks(vocab);
     tickets = 0;
-    deferred_count = sizeof(uint32_t) * rows;  // right after the tickets: one memset clears both
-    deferred_rows = align_up(deferred_count + sizeof(uint32_t));
+    deferred_count = sizeof(uint32_t) * rows;  // right after the tickets, then the two item
+    split_next = deferred_count + sizeof(uint32_t);  // counters: one memset clears all of them
+    deferred_rows = align_up(split_next + 2 * sizeof(uint32_t));
     split = deferred_rows + align_up(sizeof(int32_t) * rows);
     split_hist = split + align_up(sizeof(SplitRow) * rows);
     split_list = split_hist + align_up(sizeof(unsigned long long) * rows * PivotPolicy::kFbBins);
@@ -93,6 +95,9 @@ size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(ro
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
                          const SampleOutputs& out, void* workspace, cudaStream_t stream) {
   if (logits.rows == 0) return cudaSuccess;
+  // All-greedy batches from GreedyPolicy::kMinRows rows: one argmax pass, no
+  // chunks (exact, so the choice cannot change a row's result).
+  if (greedy_argmax_applies(logits, params)) return launch_greedy_argmax(logits, out, stream);
   const PivotLayout lay(logits.rows, logits.vocab);
   char* ws = static_cast<char*>(workspace);
   PivotArgs a;
@@ -107,6 +112,7 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   a.summaries = reinterpret_cast<ChunkSummary*>(ws + lay.summaries);
   a.candidates = reinterpret_cast<uint64_t*>(ws + lay.candidates);
   a.deferred_count = reinterpret_cast<uint32_t*>(ws + lay.deferred_count);
+  a.split_next = reinterpret_cast<uint32_t*>(ws + lay.split_next);
   a.deferred_rows = reinterpret_cast<int32_t*>(ws + lay.deferred_rows);
   a.split = reinterpret_cast<SplitRow*>(ws + lay.split);
   a.split_hist = reinterpret_cast<unsigned long long*>(ws + lay.split_hist);
@@ -117,7 +123,7 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // shape, or the sort path) may have left scratch data where this call's
   // tickets live, so they are cleared here: one small memset node, which
   // also keeps a captured graph self-contained.
-  const cudaError_t me = cudaMemsetAsync(a.tickets, 0, sizeof(uint32_t) * (logits.rows + 1), stream);
+  const cudaError_t me = cudaMemsetAsync(a.tickets, 0, sizeof(uint32_t) * (logits.rows + 3), stream);
   if (me != cudaSuccess) return me;
   const dim3 grid((unsigned)blocks), block(PivotPolicy::kThreads);
   // The split fallback takes only top-p rows without top-k (pivot_merge.cuh);

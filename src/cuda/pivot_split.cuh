@@ -9,7 +9,7 @@
 // logit chunks, one CTA each, take a few microseconds.
 //
 // Two more launches per call, each a persistent grid of kSplitCtas CTAs that
-// walks (deferred row, chunk) items; they exit at once when no row was
+// takes (deferred row, chunk) items from a counter; they exit at once when no row was
 // deferred, and the host skips them when no row of the call can qualify.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
@@ -53,6 +53,17 @@ __device__ SplitItem<T, Policy> split_item(const PivotArgs& a, int64_t item) {
   return it;
 }
 
+// Items are handed out one at a time from a counter, so a CTA that spends long
+// on one row's last item (the sort, or the one-CTA fallback) holds no other
+// row's items: with a static split it held every gridDim-th item and rows
+// queued behind it (v6's constant-row regression, docs/perf-notes.md).
+__device__ __forceinline__ int64_t next_item(uint32_t* counter, int64_t& slot) {
+  __syncthreads();  // everyone has read the previous item
+  if (threadIdx.x == 0) slot = atomicAdd(counter, 1u);
+  __syncthreads();
+  return slot;
+}
+
 // The last of a row's `chunks` items to arrive, after every earlier item's
 // global writes are visible.
 template <class Policy>
@@ -70,8 +81,10 @@ template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(const PivotArgs a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ int last_flag;
+  __shared__ int64_t item_slot;
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+  for (int64_t item = next_item(&a.split_next[0], item_slot); item < items;
+       item = next_item(&a.split_next[0], item_slot)) {
     const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
     SplitRow& s = a.split[it.row_id];
     FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
@@ -114,9 +127,11 @@ __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(const Pi
   __shared__ FallbackSmem<Policy> sm;
   __shared__ typename ReduceU64::TempStorage reduce;
   __shared__ int last_flag;
+  __shared__ int64_t item_slot;
   const float kNan = __int_as_float(0x7fffffff);
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+  for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
+       item = next_item(&a.split_next[1], item_slot)) {
     const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
     SplitRow& s = a.split[it.row_id];
     FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};

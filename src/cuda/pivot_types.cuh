@@ -48,6 +48,7 @@ struct PivotArgs {
   ChunkSummary* summaries;   // [rows * chunks]
   uint64_t* candidates;      // [rows * chunks * kCap]
   uint32_t* deferred_count;  // rows deferred to the split fallback (zero between calls)
+  uint32_t* split_next;      // [2]: next (row, chunk) item of each split launch (zero between calls)
   int32_t* deferred_rows;    // [rows], their ids in the order they were deferred
   SplitRow* split;           // [rows]
   unsigned long long* split_hist;  // [rows * kFbBins]

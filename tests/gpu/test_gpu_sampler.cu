@@ -402,6 +402,43 @@ TEST(GpuSampler, NonDefaultStreamAndScalarParams) {
   cudaStreamDestroy(s);
 }
 
+// All-greedy batches with scalar parameters take the one-CTA-per-row argmax
+// kernel from GreedyPolicy::kMinRows rows (src/cuda/greedy_argmax.cu): every
+// adversarial row shape (ties, NaN, +inf, all -inf, half -inf, huge values),
+// every dtype, padded (unaligned) strides, V not a multiple of 4 or 8, and
+// both sides of the row-count threshold.
+TEST(GpuSampler, GreedyScalarBatchesMatchCpu) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["greedy_scalar"];
+  int reported = 0;
+  struct Shape {
+    int64_t rows, vocab;
+  };
+  const Shape shapes[] = {{127, 4099}, {128, 1}, {130, 3}, {200, 4099}, {257, 129280}, {128, 262208}};
+  uint64_t seed = 900;
+  for (const Shape& sh : shapes)
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (float temp : {0.0f, 5e-6f}) {
+        BatchOptions o;  // the mixed distribution (every row shape), padded strides
+        o.random_params = false;
+        o.fixed = RowParams{temp, 0.0f, 0, 1.0f, 1, 0};
+        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
+        DeviceBatch d(b);
+        d.params = SamplingParams{};
+        d.params.temperature.value = temp;
+        d.params.top_k.value = 7;    // ignored by greedy rows
+        d.params.top_p.value = 0.5f;
+        GpuSampler g;
+        ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+        d.poison();
+        ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+        TS_CUDA_OK(cudaDeviceSynchronize());
+        for (int64_t r = 0; r < b.rows; ++r) b.set_params(r, RowParams{temp, 0.0f, 7, 0.5f, 1, 0});
+        compare_batch(b, d.fetch(), run_cpu(b), t, reported);
+      }
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
 // Writes the JSON summary after all tests ran.
 class ReportEnv : public ::testing::Environment {
  public:
