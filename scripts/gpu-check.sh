@@ -5,8 +5,8 @@
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
 #                                   benchflat,profile (default build,test,sanitize,bench)
-# profile: Nsight Compute per-kernel durations (clocks left alone) for the
-# cases named in PROFILE_CASES at B = 1 and 1024: where a call's time goes.
+# profile: Nsight Compute, every section and per-line stall samples (clocks
+# left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -60,23 +60,21 @@ if has benchflat; then
 fi
 
 if has profile; then
+  # One launch of the main kernel per setting, every section, then the
+  # details and the per-line (source) pages as CSV for reading here.
   log profile
-  for b in 1 1024; do
-    timeout 240 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 40 --launch-count 30 \
-      -k regex:'pivot|split|greedy|sort|argmax' --csv --log-file "$OUT/ncu-b$b.csv" \
+  for spec in ${PROFILE_SPECS:-1:k50 1024:k50 1024:plain}; do
+    b=${spec%%:*}; c=${spec#*:}; rep="$OUT/ncu-b$b-$c"
+    timeout 200 ncu --clock-control none --set full --import-source yes -k regex:pivot_sample \
+      --launch-skip 2 --launch-count 1 -o "$rep" -f \
       $BUILD/bench/sampler_bench --out /dev/null --vocabs 129280 --batches $b --dists outlier_head --algos pivot \
-      --dtypes fp32 --cases ${PROFILE_CASES:-k50_p0.9} --reps 3 >"$OUT/ncu-b$b.log" 2>&1
-    echo "ncu B=$b rc=$?"
-    python3 - "$OUT/ncu-b$b.csv" <<'PY'
-import csv, sys, statistics, collections
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
-if not rows: sys.exit(print("no ncu rows"))
-h = rows[0]; k, v, u = h.index("Kernel Name"), h.index("Metric Value"), h.index("Metric Unit")
-d = collections.defaultdict(list)
-for r in rows[1:]:
-    x = float(r[v].replace(",", "")); d[r[k].split("(")[0].split("<")[0][-40:]].append(x * (1e-3 if r[u] == "ns" else 1))
-for name, xs in d.items(): print(f"  {name:40s} n={len(xs):3d} median {statistics.median(xs):9.2f} us  min {min(xs):9.2f}")
-PY
+      --dtypes fp32 --cases $c --reps 3 >"$rep.log" 2>&1
+    echo "ncu B=$b $c rc=$?"
+    ncu -i "$rep.ncu-rep" --page details --csv >"$rep-details.csv" 2>&1
+    ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda,sass >"$rep-source.csv" 2>&1 ||
+      ncu -i "$rep.ncu-rep" --page source --csv >"$rep-source.csv" 2>&1
+    grep -E "Duration|Issue Slots Busy|Memory Throughput|Achieved Occupancy|Registers Per|No Eligible" "$rep-details.csv" | head -12
+    rm -f "$rep.ncu-rep"
   done
 fi
 
