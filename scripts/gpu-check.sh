@@ -4,7 +4,7 @@
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
-#                                   benchflat,profile (default build,test,sanitize,bench)
+#                                   benchflat,profile,variant (default build,test,sanitize,bench)
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 set -uo pipefail
@@ -51,6 +51,16 @@ if has benchquick; then
   log bench quick
   $BUILD/bench/sampler_bench --out "$OUT/bench-quick.json" --vocabs 129280 --batches 1,64,1024 \
     --dists outlier_head --algos ${QUICK_ALGOS:-pivot,sort} --sort-max-batch 64 --reps 10 2>&1 | tail -80
+fi
+
+if has variant; then
+  # The same benchmark with another chunk size (pivot_policy.cuh's knob).
+  log "variant TOKENSIFT_PIVOT_ITEMS=${VARIANT_ITEMS:-32}"
+  cmake -S . -B build/h200-v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+        -DCMAKE_CUDA_FLAGS=-DTOKENSIFT_PIVOT_ITEMS=${VARIANT_ITEMS:-32} >"$OUT/build-variant.log" 2>&1 &&
+  cmake --build build/h200-v -j16 --target sampler_bench >>"$OUT/build-variant.log" 2>&1 || tail -20 "$OUT/build-variant.log"
+  build/h200-v/bench/sampler_bench --out "$OUT/bench-variant.json" --vocabs 129280 --batches 1,64,1024 \
+    --dists outlier_head --algos pivot --reps 10 2>&1 | tail -40
 fi
 
 if has benchflat; then

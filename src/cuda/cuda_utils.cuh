@@ -35,6 +35,18 @@ __device__ __forceinline__ T load_cg(const T* p) {
   return __ldcg(p);
 }
 
+// max() that propagates NaN (PTX max.NaN): one instruction gives a chunk both
+// its largest logit and whether it saw a NaN.
+__device__ __forceinline__ float max_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
+#endif
+}
+
 struct MaxU64 {
   __device__ __forceinline__ uint64_t operator()(uint64_t a, uint64_t b) const {
     return a > b ? a : b;

@@ -1,13 +1,13 @@
-// Chunk phase of the pivot sampler: one CTA reads one 4096-logit chunk of a
-// row once from HBM, keeps it in registers, and hands the row's merging CTA a
-// summary plus a small candidate set.
+// Chunk phase of the pivot sampler: one CTA reads one chunk of a row (kItems
+// logits per thread) once from HBM, keeps it in registers, and hands the row's
+// merging CTA a summary plus a small candidate set.
 //
 // What a chunk must emit so that the merge can decide the row exactly:
 // an *upper set* of the chunk in the contract's order (every emitted token
-// precedes every active non-emitted one), and the best non-emitted token
-// ("next").  The merge then knows the order exactly down to the best "next"
-// over all chunks, and falls back to a full-row search only when a filter's
-// boundary lies below it.  How many to emit:
+// precedes every active non-emitted one), and an upper bound on the best
+// non-emitted token ("next").  The merge then knows the order exactly down to
+// the largest "next" over all chunks, and falls back to a full-row search only
+// when a filter's boundary lies below it.  How many to emit:
 //   top-k rows   min(k, kCap) (the chunk's own top-k contains every global
 //                top-k token of the chunk), plus a lower bound for the k-th key;
 //   min-p rows   every token passing min-p against the chunk's own max (a
@@ -16,10 +16,18 @@
 //   top-p rows   kTopPEmit..kTopPEmitMax, a guess: the band of mass that matters is usually
 //                a few dozen tokens; the merge verifies it.
 // Selection is Qrita's pivot idea: one threshold guessed from a Gaussian fit
-// of the chunk (sigma truncation), verified by a count; a radix select over
-// the order keys when the guess misses (block_threshold_select.cuh).  Exact
-// ties at the boundary (flat rows, bf16) end in an index-ordered scan that
-// keeps the lowest indices.
+// of a sample of the chunk (sigma truncation), verified by one count.  The
+// common path works on floats, which order exactly as the contract's keys do
+// (order_key folds -0 onto +0), so a logit costs a handful of instructions:
+// a NaN-propagating max, an eligibility count, one compare for the count and
+// one for the emission; keys, indices and atomics are paid only by the few
+// emitted tokens, and "next" is the bound just below the pivot.  The phase is
+// issue-bound at large batches (Nsight Compute, perf-notes v10), so what a
+// logit costs is what the kernel costs.  When the guess misses the window, or
+// the chunk has no spread (flat rows, bf16 runs), a radix select over the
+// order keys decides (block_threshold_select.cuh); exact ties at the boundary
+// end in an index-ordered scan that keeps the lowest indices, and that path
+// reports the exact "next".
 // Plain rows (no filter) run the exponential race on the chunk directly;
 // greedy rows only reduce the argmax.
 #pragma once
@@ -35,14 +43,14 @@
 namespace tokensift::cuda_detail {
 
 struct ChunkStats {
-  uint64_t xmax;
-  int32_t bad;
-  int32_t eligible;
-  float sum, sumsq;  // of eligible z: the Gaussian pivot guess (heuristic only)
+  float xmax;        // largest raw logit; NaN when the chunk holds one
+  int32_t eligible;  // tokens with z > -inf
+  int32_t nsample;   // sampled eligible tokens, and the sums of their z and z^2:
+  float sum, sumsq;  //   the Gaussian pivot guess (heuristic only)
 };
 struct ChunkStatsOp {
   __device__ ChunkStats operator()(const ChunkStats& a, const ChunkStats& b) const {
-    return {a.xmax > b.xmax ? a.xmax : b.xmax, a.bad | b.bad, a.eligible + b.eligible, a.sum + b.sum,
+    return {max_nan(a.xmax, b.xmax), a.eligible + b.eligible, a.nsample + b.nsample, a.sum + b.sum,
             a.sumsq + b.sumsq};
   }
 };
@@ -63,10 +71,12 @@ struct ChunkSmem {
   } temp;
   ThresholdSmem<Policy::kThreads> thresh;
   ChunkStats stats;
+  unsigned long long best;
   int count;
+  int emit_count;  // slots of the fast emission
 };
 
-// Loads this thread's kItems logits.  Item j = i * kVec + v sits at
+// Loads this thread's kItems logits (-inf past the end of the row).  Item j = i * kVec + v sits at
 // begin + (i * kThreads + tid) * kVec + v: 16-byte vectors, coalesced.
 template <class T, class Policy>
 __device__ __forceinline__ void load_chunk(const T* row, int32_t vocab, int32_t begin,
@@ -104,169 +114,54 @@ __device__ __forceinline__ void load_chunk(const T* row, int32_t vocab, int32_t 
   }
 }
 
+template <class T, class Policy>
+__device__ __forceinline__ void load_chunk(const T* row, int32_t vocab, int32_t begin, float (&x)[Policy::kItems]) {
+  bool valid[Policy::kItems];  // unused: padding reads as -inf
+  load_chunk<T, Policy>(row, vocab, begin, x, valid);
+}
+
 template <class Policy, class T>
 __device__ __forceinline__ int32_t item_index(int32_t begin, int j) {
   constexpr int kVec = 16 / sizeof(T);
   return begin + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec);
 }
 
+template <class Policy>
+__device__ __forceinline__ int chunk_sum_int(int v, ChunkSmem<Policy>& sm) {
+  __syncthreads();
+  const int r = typename ChunkSmem<Policy>::ReduceInt(sm.temp.reduce_int).Sum(v);
+  if (threadIdx.x == 0) sm.count = r;
+  __syncthreads();
+  return sm.count;
+}
+
+struct ChunkEmission {
+  uint32_t prefix;  // {key >= prefix} holds the emitted tokens (0: all active ones)
+  int emitted;
+  uint64_t next;    // upper bound on the best active token not emitted; 0 = none
+};
+
+// The slow selection: a radix select over the order keys finds a threshold
+// keeping between n and cap tokens, or the exact n-th key when ties at it make
+// that impossible; the ties then go to the lowest indices by an index-ordered
+// scan (vector i of every thread, then vector i + 1, ...).  Reports the exact
+// best non-emitted token.
 template <class T, class Policy>
-__device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t chunk,
-                                  const RowConfig& cfg, bool want_logprob,
-                                  ChunkSmem<Policy>& sm) {
+__device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t begin, int n, int cap,
+                                       int cnt, uint64_t* cand, ChunkSmem<Policy>& sm) {
   constexpr int kItems = Policy::kItems;
-  const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
-  const int32_t begin = chunk * Policy::kChunk;
-  ChunkSummary* summary = a.summaries + row_id * a.chunks + chunk;
-  uint64_t* cand = a.candidates + (row_id * a.chunks + chunk) * Policy::kCap;
-
-  float x[kItems];
-  bool valid[kItems];
-  load_chunk<T, Policy>(row, a.vocab, begin, x, valid);
-
-  // Pass 1 over registers: argmax of x, NaN/+inf, then z and eligibility.
-  ChunkStats st{0, 0, 0, 0.0f, 0.0f};
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    if (!valid[j]) continue;
-    const float v = x[j];
-    if (v != v || v == __builtin_huge_valf()) {
-      st.bad = 1;
-      continue;
-    }
-    const uint64_t p = pack_order(contract::order_key(v), item_index<Policy, T>(begin, j));
-    st.xmax = p > st.xmax ? p : st.xmax;
-  }
-  const bool sampling = !cfg.greedy && !cfg.invalid;
-  if (sampling) {
-    const bool unit = cfg.temperature == 1.0f;  // x / 1 == x exactly
-#pragma unroll
-    for (int j = 0; j < kItems; ++j) {
-      float z = unit ? x[j] : contract::scale(x[j], cfg.temperature);
-      // NaN tokens are never eligible (the row is rejected anyway).
-      const bool elig = valid[j] && z > -__builtin_huge_valf() && z == z;
-      x[j] = elig ? z : -__builtin_huge_valf();
-      st.eligible += elig;
-      if (elig && z < 3e18f && z > -3e18f) {  // keep the heuristic sums finite
-        st.sum += z;
-        st.sumsq += z * z;
-      }
-    }
-  }
-  {
-    ChunkStats r = typename ChunkSmem<Policy>::Reduce(sm.temp.reduce).Reduce(st, ChunkStatsOp{});
-    if (threadIdx.x == 0) sm.stats = r;
-    __syncthreads();
-  }
-  const ChunkStats stats = sm.stats;
-  ChunkSummary out{};
-  out.xmax = stats.xmax;
-  out.bad = stats.bad;
-  out.eligible = stats.eligible;
-  const float xloc = stats.xmax ? contract::key_to_float(packed_key(stats.xmax)) : -__builtin_huge_valf();
-  out.zloc = sampling ? contract::scale(xloc, cfg.temperature) : xloc;
-
-  if (!sampling || stats.bad || stats.eligible == 0) {
-    if (threadIdx.x == 0) *summary = out;
-    return;
-  }
-  const float zloc = out.zloc;
-  const bool need_mass = (cfg.p_active && !cfg.k_active && !cfg.m_active) ||
-                         (cfg.plain() && want_logprob);
-
-  if (need_mass) {
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kItems; ++j)
-      if (x[j] > -__builtin_huge_valf()) s += expf(x[j] - zloc);
-    __syncthreads();
-    const double total =
-        typename ChunkSmem<Policy>::ReduceF64(sm.temp.reduce_f64).Sum((double)s);
-    out.mass = total;  // valid in thread 0
-  }
-
-  if (cfg.plain()) {
-    // Exponential race over every eligible token of the chunk.  A token whose
-    // z + kMaxRaceBoost cannot beat this thread's best skips its Philox call.
-    uint64_t best = 0;
-    float best_score = -__builtin_huge_valf();
-    constexpr int kVec = 16 / sizeof(T);
-#pragma unroll
-    for (int g = 0; g < kItems / 4; ++g) {
-      float zmax4 = fmaxf(fmaxf(x[4 * g], x[4 * g + 1]), fmaxf(x[4 * g + 2], x[4 * g + 3]));
-      if (!(zmax4 > -__builtin_huge_valf()) || zmax4 + contract::kMaxRaceBoost < best_score) continue;
-      const uint32_t idx0 = (uint32_t)item_index<Policy, T>(begin, 4 * g);
-      const contract::Philox4 r = contract::philox_block(cfg.seed, cfg.offset, idx0 >> 2);
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        const float z = x[4 * g + w];
-        if (!(z > -__builtin_huge_valf())) continue;
-        const float s = contract::race_score_from_bits(z, r.v[w]);
-        const uint64_t p = pack_order(contract::order_key(s), idx0 + w);
-        if (p > best) {
-          best = p;
-          best_score = s;
-        }
-      }
-    }
-    (void)kVec;
-    __syncthreads();
-    const uint64_t b = typename ChunkSmem<Policy>::ReduceU64(sm.temp.reduce_u64).Reduce(best, MaxU64{});
-    if (threadIdx.x == 0) {
-      out.race = b;
-      *summary = out;
-    }
-    return;
-  }
-
-  // ---- candidate selection ----
   uint32_t key[kItems];
-  int active_count = 0;
 #pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    const bool act = x[j] > -__builtin_huge_valf() &&
-                     (!cfg.m_active || contract::passes_min_p(x[j], zloc, cfg.ln_minp));
-    key[j] = act ? contract::order_key(x[j]) : 0u;
-    active_count += act;
-  }
-  int cnt = stats.eligible;
-  if (cfg.m_active) {
-    __syncthreads();
-    const int c = typename ChunkSmem<Policy>::ReduceInt(sm.temp.reduce_int).Sum(active_count);
-    if (threadIdx.x == 0) sm.count = c;
-    __syncthreads();
-    cnt = sm.count;
-  }
-  int n = cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
-  const int cap = cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;  // emit between n and cap
-  if (cfg.m_active && cnt <= cap) n = cnt;  // the whole local min-p set fits
-  n = min(n, cnt);
-
-  // Threshold: one pivot guessed from a Gaussian fit of the chunk (Qrita's
-  // sigma truncation), then a radix
-  // select when the guess misses [n, cap] (block_threshold_select.cuh).
+  for (int j = 0; j < kItems; ++j) key[j] = x[j] > -__builtin_huge_valf() ? contract::order_key(x[j]) : 0u;
   uint32_t prefix = 0;
   bool ties_mode = false;
   int take = 0;
   if (n < cnt) {
-    uint32_t guess = 0;
-    const float inv = 1.0f / (float)max(stats.eligible, 1);
-    const float mean = stats.sum * inv;
-    const float sigma = sqrtf(fmaxf(stats.sumsq * inv - mean * mean, 0.0f));
-    if (sigma > 0.0f && cnt == stats.eligible) {
-      // Top-k rows aim just above n (fewer candidates for the merge); the
-      // others mid-window.
-      const float e = cfg.k_active ? fminf((float)cap, 1.15f * n + 2.0f) : 0.5f * (float)(n + cap);
-      guess = contract::order_key(mean + sigma * normcdfinvf(1.0f - e * inv));
-    }
-    const ThresholdResult t = block_threshold_select<Policy::kThreads, kItems, uint32_t>(key, n, cap, guess, sm.thresh);
+    const ThresholdResult t = block_threshold_select<Policy::kThreads, kItems, uint32_t>(key, n, cap, 0u, sm.thresh);
     prefix = t.key;
     ties_mode = t.exact;
     take = n - t.count_gt;
   }
-
-  // Emission flags; ties at the boundary go to the lowest indices, found by an
-  // index-ordered scan (vector i of every thread, then vector i + 1, ...).
   bool emit[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) emit[j] = key[j] != 0 && key[j] > prefix;
@@ -314,12 +209,204 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     if (emit[j]) cand[pos++] = pack_order(key[j], item_index<Policy, T>(begin, j));
   __syncthreads();
   const uint64_t next_all = typename ChunkSmem<Policy>::ReduceU64(sm.temp.reduce_u64).Reduce(next, MaxU64{});
+  if (threadIdx.x == 0) sm.best = next_all;
+  __syncthreads();
+  return {prefix, emitted, sm.best};
+}
+
+// x: this thread's logits as load_chunk left them; overwritten with z (-inf
+// for ineligible or filtered tokens).
+template <class T, class Policy>
+__device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t chunk,
+                                  const RowConfig& cfg, bool want_logprob,
+                                  float (&x)[Policy::kItems], ChunkSmem<Policy>& sm) {
+  constexpr int kItems = Policy::kItems;
+  constexpr float kInf = __builtin_huge_valf();
+  const int32_t begin = chunk * Policy::kChunk;
+  ChunkSummary* summary = a.summaries + row_id * a.chunks + chunk;
+  uint64_t* cand = a.candidates + (row_id * a.chunks + chunk) * Policy::kCap;
+
+  // One register pass: the raw max (NaN-propagating: it also flags NaN and
+  // +inf), then z, eligibility and a sample for the Gaussian guess.
+  ChunkStats st{-kInf, 0, 0, 0.0f, 0.0f};
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) st.xmax = max_nan(st.xmax, x[j]);
+  const float my_xmax = st.xmax;
+  const bool sampling = !cfg.greedy && !cfg.invalid;
+  if (sampling) {
+    const bool unit = cfg.temperature == 1.0f;  // x / 1 == x exactly
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const float z = unit ? x[j] : contract::scale(x[j], cfg.temperature);
+      const bool elig = z > -kInf;  // NaN tokens never are (the row is rejected anyway)
+      x[j] = elig ? z : -kInf;
+      st.eligible += elig;
+    }
+    constexpr int kStride = kItems / Policy::kStatSample;
+#pragma unroll
+    for (int s = 0; s < Policy::kStatSample; ++s) {
+      const float z = x[s * kStride];
+      if (z > -3e18f && z < 3e18f) {  // eligible, and the sums stay finite
+        st.nsample += 1;
+        st.sum += z;
+        st.sumsq += z * z;
+      }
+    }
+  }
   if (threadIdx.x == 0) {
-    out.next = next_all;
-    out.emitted = emitted;
+    sm.best = 0;
+    sm.emit_count = 0;
+  }
+  {
+    ChunkStats r = typename ChunkSmem<Policy>::Reduce(sm.temp.reduce).Reduce(st, ChunkStatsOp{});
+    if (threadIdx.x == 0) sm.stats = r;
+    __syncthreads();
+  }
+  const ChunkStats stats = sm.stats;
+  const bool bad = !(stats.xmax < kInf);  // NaN or +inf
+  ChunkSummary out{};
+  out.bad = bad;
+  out.eligible = stats.eligible;
+  if (!bad) {
+    // Greedy rows need the argmax's index: only threads holding the max look
+    // for it (lowest index first).  The others need only its value.
+    if (cfg.greedy && !cfg.invalid) {
+      if (my_xmax == stats.xmax) {
+        uint64_t best = 0;
+#pragma unroll
+        for (int j = 0; j < kItems; ++j) {
+          const int32_t idx = item_index<Policy, T>(begin, j);
+          if (x[j] == stats.xmax && idx < a.vocab) {
+            const uint64_t p = pack_order(contract::order_key(x[j]), (uint32_t)idx);
+            best = p > best ? p : best;
+          }
+        }
+        atomicMax(&sm.best, (unsigned long long)best);
+      }
+      __syncthreads();
+      out.xmax = sm.best;
+    } else {
+      out.xmax = pack_order(contract::order_key(stats.xmax), (uint32_t)begin);
+    }
+  }
+  const float xloc = stats.xmax;
+  out.zloc = sampling ? contract::scale(xloc, cfg.temperature) : xloc;
+
+  if (!sampling || bad || stats.eligible == 0) {
+    if (threadIdx.x == 0) *summary = out;
+    return;
+  }
+  const float zloc = out.zloc;
+  const bool need_mass = (cfg.p_active && !cfg.k_active && !cfg.m_active) ||
+                         (cfg.plain() && want_logprob);
+
+  if (need_mass) {
+    float s = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kItems; ++j)
+      if (x[j] > -kInf) s += expf(x[j] - zloc);
+    __syncthreads();
+    const double total =
+        typename ChunkSmem<Policy>::ReduceF64(sm.temp.reduce_f64).Sum((double)s);
+    out.mass = total;  // valid in thread 0
+  }
+
+  if (cfg.plain()) {
+    // Exponential race over every eligible token of the chunk.  A token whose
+    // z + kMaxRaceBoost cannot beat this thread's best skips its Philox call.
+    uint64_t best = 0;
+    float best_score = -kInf;
+#pragma unroll
+    for (int g = 0; g < kItems / 4; ++g) {
+      float zmax4 = fmaxf(fmaxf(x[4 * g], x[4 * g + 1]), fmaxf(x[4 * g + 2], x[4 * g + 3]));
+      if (!(zmax4 > -kInf) || zmax4 + contract::kMaxRaceBoost < best_score) continue;
+      const uint32_t idx0 = (uint32_t)item_index<Policy, T>(begin, 4 * g);
+      const contract::Philox4 r = contract::philox_block(cfg.seed, cfg.offset, idx0 >> 2);
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const float z = x[4 * g + w];
+        if (!(z > -kInf)) continue;
+        const float s = contract::race_score_from_bits(z, r.v[w]);
+        const uint64_t p = pack_order(contract::order_key(s), idx0 + w);
+        if (p > best) {
+          best = p;
+          best_score = s;
+        }
+      }
+    }
+    __syncthreads();
+    const uint64_t b = typename ChunkSmem<Policy>::ReduceU64(sm.temp.reduce_u64).Reduce(best, MaxU64{});
+    if (threadIdx.x == 0) {
+      out.race = b;
+      *summary = out;
+    }
+    return;
+  }
+
+  // ---- candidate selection ----
+  int cnt = stats.eligible;
+  if (cfg.m_active) {  // min-p against the chunk's own max: a superset of the row's
+    int active = 0;
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      const bool keep = contract::passes_min_p(x[j], zloc, cfg.ln_minp);  // false for -inf
+      x[j] = keep ? x[j] : -kInf;
+      active += keep;
+    }
+    cnt = chunk_sum_int<Policy>(active, sm);
+  }
+  int n = cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
+  const int cap = cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;  // emit between n and cap
+  if (cfg.m_active && cnt <= cap) n = cnt;  // the whole local min-p set fits
+  n = min(n, cnt);
+
+  // The pivot: every active token (n >= cnt), else the Gaussian guess when
+  // its count lands in [n, cap].
+  float pivot = -3.4028235e38f;  // lowest finite: x >= pivot <=> active
+  int count = cnt;
+  bool fast = n >= cnt;
+  const float mean = stats.nsample ? stats.sum / (float)stats.nsample : 0.0f;
+  const float var = stats.nsample ? stats.sumsq / (float)stats.nsample - mean * mean : 0.0f;
+  if (!fast && var > 0.0f && cnt == stats.eligible) {
+    // Top-k rows aim just above n (fewer candidates for the merge); the
+    // others mid-window.
+    const float e = cfg.k_active ? fminf((float)cap, 1.15f * n + 2.0f) : 0.5f * (float)(n + cap);
+    const float g = mean + sqrtf(var) * normcdfinvf(1.0f - e / (float)stats.eligible);
+    if (g > -3.4028235e38f && g < kInf) {
+      int c = 0;
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) c += x[j] >= g;
+      c = chunk_sum_int<Policy>(c, sm);
+      if (c >= n && c <= cap) {
+        fast = true;
+        pivot = g;
+        count = c;
+      }
+    }
+  }
+  ChunkEmission em;
+  if (fast) {
+    // {x >= pivot} is {key >= order_key(pivot)}: an upper set.  Slots by a
+    // shared counter: the merge sorts candidates, so their order is free.
+#pragma unroll
+    for (int j = 0; j < kItems; ++j) {
+      if (x[j] >= pivot) {
+        const int at = atomicAdd(&sm.emit_count, 1);
+        cand[at] = pack_order(contract::order_key(x[j]), (uint32_t)item_index<Policy, T>(begin, j));
+      }
+    }
+    const bool all = count == cnt;
+    const uint32_t pk = all ? 0u : contract::order_key(pivot);
+    em = {pk, count, all ? 0ull : pack_order(pk - 1u, 0u)};
+  } else {
+    em = emit_by_radix<T, Policy>(x, begin, n, cap, cnt, cand, sm);
+  }
+  if (threadIdx.x == 0) {
+    out.next = em.next;
+    out.emitted = em.emitted;
     // {key >= prefix} holds at least n = k tokens of this chunk, so the row's
     // k-th key is at least prefix (valid without min-p, which the merge checks).
-    out.lb_key = (cfg.k_active && cfg.top_k <= Policy::kCap && emitted >= cfg.top_k) ? prefix : 0u;
+    out.lb_key = (cfg.k_active && cfg.top_k <= Policy::kCap && em.emitted >= cfg.top_k) ? em.prefix : 0u;
     *summary = out;
   }
 }

@@ -4,13 +4,22 @@
 
 #include <stdint.h>
 
+// Logits per thread of the chunk phase; a build-time knob only so that dev/
+// experiments can time other chunk sizes.  Kept sets and tokens follow the
+// contract at any chunk size; the chunking changes only the rounding of the
+// partial sums (band rows, the last bits of log-probs).
+#ifndef TOKENSIFT_PIVOT_ITEMS
+#define TOKENSIFT_PIVOT_ITEMS 16
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
   static constexpr int kThreads = 256;        // per CTA, chunk and merge phases
   static constexpr int kMinBlocksPerSm = 4;   // caps registers at 64 so 4 CTAs (64 KB of loads) fit per SM
-  static constexpr int kItems = 16;           // logits per thread in the chunk phase
-  static constexpr int kChunk = kThreads * kItems;  // 4096 logits per CTA
+  static constexpr int kItems = TOKENSIFT_PIVOT_ITEMS;  // logits per thread in the chunk phase
+  static constexpr int kChunk = kThreads * kItems;      // 4096 logits per CTA by default
+  static constexpr int kStatSample = 4;       // items per thread in the Gaussian guess's sample
   static constexpr int kCap = 128;            // most candidates a chunk emits (top-k rows)
   static constexpr int kTopPEmit = 32;        // top-p / min-p rows: emit between kTopPEmit
   static constexpr int kTopPEmitMax = 64;     //   and kTopPEmitMax candidates

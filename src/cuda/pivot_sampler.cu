@@ -49,9 +49,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   __shared__ bool is_last;
   const int64_t row = blockIdx.x / a.chunks;
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
+  // The logits' loads go out first; the row's parameters load under them.
+  float x[Policy::kItems];
+  load_chunk<T, Policy>(static_cast<const T*>(a.logits) + row * a.row_stride, a.vocab, chunk * Policy::kChunk, x);
   const RowConfig cfg = load_row_config(a.params, row, a.vocab);
 
-  pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, smem.chunk);
+  pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, x, smem.chunk);
 
   // Last-CTA-done: every writer fences its own stores, then one ticket.
   // (Threads fence unconditionally: which of them wrote candidates is not
