@@ -46,28 +46,33 @@ union PivotSmem {
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(const PivotArgs a) {
   __shared__ PivotSmem<Policy> smem;
+  __shared__ RowConfig row_cfg;
   __shared__ bool is_last;
   const int64_t row = blockIdx.x / a.chunks;
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
-  // The logits' loads go out first; the row's parameters load under them.
+  // The logits' loads go out first.  One thread derives the row's parameters
+  // under them: the phase is issue-bound at large batches, and work every
+  // warp repeats is paid once per warp.
   float x[Policy::kItems];
   load_chunk<T, Policy>(static_cast<const T*>(a.logits) + row * a.row_stride, a.vocab, chunk * Policy::kChunk, x);
-  const RowConfig cfg = load_row_config(a.params, row, a.vocab);
+  if (threadIdx.x == 0) row_cfg = load_row_config(a.params, row, a.vocab);
+  __syncthreads();
+  const RowConfig cfg = row_cfg;
 
   pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, x, smem.chunk);
 
-  // Last-CTA-done: every writer fences its own stores, then one ticket.
-  // (Threads fence unconditionally: which of them wrote candidates is not
-  // tracked, and a fence after no stores is cheap.)
-  __threadfence();
+  // Last-CTA-done, the pattern of cooperative groups' grid sync: the barrier
+  // orders every thread's stores before thread 0's fence, the fence before
+  // the ticket; the last CTA fences again before its threads read.
   __syncthreads();
   if (threadIdx.x == 0) {
+    __threadfence();
     const uint32_t t = atomicAdd(&a.tickets[row], 1u);
     is_last = t == (uint32_t)(a.chunks - 1);
+    if (is_last) __threadfence();
   }
   __syncthreads();
   if (!is_last) return;
-  __threadfence();
 
   const RowResult r = pivot_merge_phase<T, Policy>(a, row, cfg, smem.merge, smem.fallback);
   if (threadIdx.x == 0) {
