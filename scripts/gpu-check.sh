@@ -13,7 +13,7 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 STEPS=${1:-build,test,sanitize,bench}
 BUILD=build/h200
-export TOKENSIFT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+export TOKENSIFT_COMMIT=${TOKENSIFT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 log() { echo "== $(date +%T) $*"; }
 

@@ -289,6 +289,9 @@ TS_HD float race_score(float z, uint64_t seed, uint64_t offset, uint32_t i) {
 // Largest possible -ln(E) (U = 1 - 2^-24 gives E ~ 2^-24): a token whose
 // z + kMaxRaceBoost is below a score already seen can never win the race.
 constexpr float kMaxRaceBoost = 16.6355324f;
+// Smallest -ln(E) (U = 2^-24 gives E = 24 ln 2): every token's score is at
+// least z + kMinRaceBoost, so the best z of a set bounds its winner from below.
+constexpr float kMinRaceBoost = -2.81154084f;
 
 }  // namespace contract
 }  // namespace tokensift

@@ -312,20 +312,33 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   }
 
   if (cfg.plain()) {
-    // Exponential race over every eligible token of the chunk.  A token whose
-    // z + kMaxRaceBoost cannot beat this thread's best skips its Philox call.
+    // Exponential race over every eligible token of the chunk.  The exact
+    // score (two contract logs, most of this loop's cost) is paid only by
+    // tokens that can still win: a group of four whose best z + kMaxRaceBoost
+    // is below the thread's best skips its Philox call, and a token whose
+    // upper bound z - ln(1 - U) (as -ln U >= 1 - U), taken with the fast log
+    // and a margin, is below max(thread's best, zloc + kMinRaceBoost) skips
+    // the logs: the chunk's max token scores at least the latter, so such a
+    // token cannot be the winner.  Skips never change the result.
     uint64_t best = 0;
     float best_score = -kInf;
+    const float floor_score = zloc + contract::kMinRaceBoost;  // the chunk max's least score
 #pragma unroll
     for (int g = 0; g < kItems / 4; ++g) {
       float zmax4 = fmaxf(fmaxf(x[4 * g], x[4 * g + 1]), fmaxf(x[4 * g + 2], x[4 * g + 3]));
-      if (!(zmax4 > -kInf) || zmax4 + contract::kMaxRaceBoost < best_score) continue;
+      if (!(zmax4 > -kInf) ||
+          zmax4 + contract::kMaxRaceBoost < fmaxf(best_score, floor_score - Policy::kRaceSkipMargin))
+        continue;
       const uint32_t idx0 = (uint32_t)item_index<Policy, T>(begin, 4 * g);
       const contract::Philox4 r = contract::philox_block(cfg.seed, cfg.offset, idx0 >> 2);
+      const float bar = fmaxf(best_score, floor_score) - Policy::kRaceSkipMargin;
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const float z = x[4 * g + w];
         if (!(z > -kInf)) continue;
+        if (fabsf(z) < Policy::kRaceSkipMaxAbsZ &&
+            z - __logf(1.0f - contract::uniform_from_bits(r.v[w])) < bar)
+          continue;
         const float s = contract::race_score_from_bits(z, r.v[w]);
         const uint64_t p = pack_order(contract::order_key(s), idx0 + w);
         if (p > best) {

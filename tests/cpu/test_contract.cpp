@@ -147,6 +147,28 @@ TEST(ContractUniform, RangeAndExactness) {
     EXPECT_LE(s, c::kMaxRaceBoost);
   }
   EXPECT_EQ(c::race_score_from_bits(0.0f, 0xffffffffu), c::kMaxRaceBoost);
+  EXPECT_EQ(c::race_score_from_bits(0.0f, 0u), c::kMinRaceBoost);
+  for (uint32_t r : {0x1ffu, 0x200u, 0x12345678u, 0xffffffffu})
+    EXPECT_GE(c::race_score_from_bits(0.0f, r), c::kMinRaceBoost);
+}
+
+// The GPU's plain-row race skips the exact score of a token when a cheap upper
+// bound, z - ln(1 - U) (from -ln U >= 1 - U), cannot reach the best score so
+// far (pivot_chunk.cuh).  The bound must hold for the contract's rounded
+// score, with the margin the kernel allows for its approximate log.
+TEST(ContractRace, CheapUpperBoundHolds) {
+  Rng rng(11);
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t r = (uint32_t)rng.next();
+    const float z = (float)((double)(rng.next() % 2000001) / 1000.0 - 1000.0);  // |z| <= 1000
+    const float u = c::uniform_from_bits(r);
+    const double bound = (double)z - std::log(1.0 - (double)u);
+    ASSERT_LE((double)c::race_score_from_bits(z, r), bound + 1e-3) << z << " " << r;
+  }
+  for (uint32_t r : {0u, 0x1ffu, 0x200u, 0xfffffe00u, 0xffffffffu}) {
+    const float u = c::uniform_from_bits(r);
+    ASSERT_LE((double)c::race_score_from_bits(0.0f, r), -std::log(1.0 - (double)u) + 1e-3);
+  }
 }
 
 TEST(ContractOrder, KeyIsMonotoneAndFoldsSignedZero) {
