@@ -72,6 +72,7 @@ struct ChunkSmem {
   ThresholdSmem<Policy::kThreads> thresh;
   ChunkStats stats;
   unsigned long long best;
+  uint32_t bar_key;  // plain rows: order key of the chunk max's race score
   int count;
   int emit_count;  // slots of the fast emission
 };
@@ -255,6 +256,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   }
   if (threadIdx.x == 0) {
     sm.best = 0;
+    sm.bar_key = 0;
     sm.emit_count = 0;
   }
   {
@@ -313,16 +315,32 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
 
   if (cfg.plain()) {
     // Exponential race over every eligible token of the chunk.  The exact
-    // score (two contract logs, most of this loop's cost) is paid only by
-    // tokens that can still win: a group of four whose best z + kMaxRaceBoost
-    // is below the thread's best skips its Philox call, and a token whose
-    // upper bound z - ln(1 - U) (as -ln U >= 1 - U), taken with the fast log
-    // and a margin, is below max(thread's best, zloc + kMinRaceBoost) skips
-    // the logs: the chunk's max token scores at least the latter, so such a
-    // token cannot be the winner.  Skips never change the result.
+    // score (two contract logs and a Philox call) is paid only by tokens
+    // that can still win.  The bar: the exact score of the chunk's largest z,
+    // computed first by the thread(s) holding it; it is a real token's score,
+    // so the winner scores at least that.  A group of four whose best
+    // z + kMaxRaceBoost is below the bar skips its Philox call, and a token
+    // whose upper bound z - ln(1 - U) (as -ln U >= 1 - U), taken with the
+    // fast log and a margin, is below it skips the logs.  A warp pays the
+    // exact score when any lane needs it, so the bar must be high from the
+    // first token (v10c used the thread's running best and zloc +
+    // kMinRaceBoost: most warps still paid, perf-notes).  Skips never change
+    // the result.
+    if (my_xmax == stats.xmax) {  // this thread holds the max (z == zloc there)
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) {
+        if (x[j] == zloc) {
+          const uint32_t idx = (uint32_t)item_index<Policy, T>(begin, j);
+          const float sc = contract::race_score(x[j], cfg.seed, cfg.offset, idx);
+          atomicMax(&sm.bar_key, contract::order_key(sc));
+        }
+      }
+    }
+    __syncthreads();
+    const float bar_score = sm.bar_key ? contract::key_to_float(sm.bar_key) : -kInf;
+    const float floor_score = fmaxf(bar_score, zloc + contract::kMinRaceBoost);
     uint64_t best = 0;
     float best_score = -kInf;
-    const float floor_score = zloc + contract::kMinRaceBoost;  // the chunk max's least score
 #pragma unroll
     for (int g = 0; g < kItems / 4; ++g) {
       float zmax4 = fmaxf(fmaxf(x[4 * g], x[4 * g + 1]), fmaxf(x[4 * g + 2], x[4 * g + 3]));
