@@ -147,22 +147,19 @@ struct ChunkEmission {
 // that impossible; the ties then go to the lowest indices by an index-ordered
 // scan (vector i of every thread, then vector i + 1, ...).  Reports the exact
 // best non-emitted token.
+// n < the chunk's active count (otherwise every active token is emitted on
+// the fast path).
 template <class T, class Policy>
 __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t begin, int n, int cap,
-                                       int cnt, uint64_t* cand, ChunkSmem<Policy>& sm) {
+                                       uint64_t* cand, ChunkSmem<Policy>& sm) {
   constexpr int kItems = Policy::kItems;
   uint32_t key[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) key[j] = x[j] > -__builtin_huge_valf() ? contract::order_key(x[j]) : 0u;
-  uint32_t prefix = 0;
-  bool ties_mode = false;
-  int take = 0;
-  if (n < cnt) {
-    const ThresholdResult t = block_threshold_select<Policy::kThreads, kItems, uint32_t>(key, n, cap, 0u, sm.thresh);
-    prefix = t.key;
-    ties_mode = t.exact;
-    take = n - t.count_gt;
-  }
+  const ThresholdResult t = block_threshold_select<Policy::kThreads, kItems, uint32_t>(key, n, cap, 0u, sm.thresh);
+  const uint32_t prefix = t.key;
+  const bool ties_mode = t.exact;
+  const int take = n - t.count_gt;
   bool emit[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) emit[j] = key[j] != 0 && key[j] > prefix;
@@ -438,7 +435,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     const uint32_t pk = all ? 0u : contract::order_key(pivot);
     em = {pk, count, all ? 0ull : pack_order(pk - 1u, 0u)};
   } else {
-    em = emit_by_radix<T, Policy>(x, begin, n, cap, cnt, cand, sm);
+    em = emit_by_radix<T, Policy>(x, begin, n, cap, cand, sm);
   }
   if (threadIdx.x == 0) {
     out.next = em.next;
