@@ -3,7 +3,7 @@
 // whose fallback leaves the histogram path.  Arguments: B, top_p, sigma of the
 // N(0, sigma^2) bulk, number of tokens boosted by +8..+15 (defaults 64 0.9 2 20).  Build on the device:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Iinclude -Isrc \
-//        -DTOKENSIFT_FB_TRACE dev/fallback_probe.cu -o /tmp/fbp && /tmp/fbp
+//        -DTOKENSIFT_FB_TRACE dev/fallback_probe.cu src/cuda/greedy_argmax.cu -o /tmp/fbp && /tmp/fbp
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda/pivot_kernels.cuh"  // the kernels, instantiated here by launch_pivot
 #include "cuda/pivot_sampler.cu"
 
 using namespace tokensift;

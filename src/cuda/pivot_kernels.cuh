@@ -28,6 +28,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   __shared__ bool is_last;
   const int64_t row = blockIdx.x / a.chunks;
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
+#ifdef TOKENSIFT_MERGE_TRACE
+  const long long t_start = clock64();
+#endif
   // The logits' loads go out first.  One thread derives the row's parameters
   // under them: the phase is issue-bound at large batches, and work every
   // warp repeats is paid once per warp.
@@ -51,6 +54,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   }
   __syncthreads();
   if (!is_last) return;
+#ifdef TOKENSIFT_MERGE_TRACE
+  if (threadIdx.x == 0) merge_trace[7] = clock64() - t_start;  // this CTA's chunk phase and ticket
+#endif
 
   const RowResult r = pivot_merge_phase<T, Policy>(a, row, cfg, smem.merge, smem.fallback);
   if (threadIdx.x == 0) {
