@@ -59,13 +59,11 @@ template <class Policy>
 struct ChunkSmem {
   using Reduce = cub::BlockReduce<ChunkStats, Policy::kThreads>;
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
-  using ReduceInt = cub::BlockReduce<int, Policy::kThreads>;
   using ReduceF64 = cub::BlockReduce<double, Policy::kThreads>;
   using Scan = cub::BlockScan<int, Policy::kThreads>;
   union {
     typename Reduce::TempStorage reduce;
     typename ReduceU64::TempStorage reduce_u64;
-    typename ReduceInt::TempStorage reduce_int;
     typename ReduceF64::TempStorage reduce_f64;
     typename Scan::TempStorage scan;
   } temp;
@@ -73,7 +71,6 @@ struct ChunkSmem {
   ChunkStats stats;
   unsigned long long best;
   uint32_t bar_key;  // plain rows: order key of the chunk max's race score
-  int count;
   int emit_count;  // slots of the fast emission
 };
 
@@ -125,15 +122,6 @@ template <class Policy, class T>
 __device__ __forceinline__ int32_t item_index(int32_t begin, int j) {
   constexpr int kVec = 16 / sizeof(T);
   return begin + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec);
-}
-
-template <class Policy>
-__device__ __forceinline__ int chunk_sum_int(int v, ChunkSmem<Policy>& sm) {
-  __syncthreads();
-  const int r = typename ChunkSmem<Policy>::ReduceInt(sm.temp.reduce_int).Sum(v);
-  if (threadIdx.x == 0) sm.count = r;
-  __syncthreads();
-  return sm.count;
 }
 
 struct ChunkEmission {
@@ -381,7 +369,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
       x[j] = keep ? x[j] : -kInf;
       active += keep;
     }
-    cnt = chunk_sum_int<Policy>(active, sm);
+    cnt = block_sum_int<Policy::kThreads>(active, sm.thresh);
   }
   int n = cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
   const int cap = cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;  // emit between n and cap
@@ -409,7 +397,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
 #pragma unroll
       for (int j = 0; j < kItems; ++j) c += x[j] >= g;
       mine = c;
-      c = chunk_sum_int<Policy>(c, sm);
+      c = block_sum_int<Policy::kThreads>(c, sm.thresh);
       if (c >= n && c <= cap) {
         fast = true;
         pivot = g;
