@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda/pivot_kernels.cuh"  // the kernels, instantiated here by launch_pivot
 #include "cuda/pivot_sampler.cu"
 
 using namespace tokensift;

@@ -4,7 +4,7 @@
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
-#                                   benchflat,profile,variant (default build,test,sanitize,bench)
+#                                   benchflat,profile,variant,probe (default build,test,sanitize,bench)
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 set -uo pipefail
@@ -51,6 +51,21 @@ if has benchquick; then
   log bench quick
   $BUILD/bench/sampler_bench --out "$OUT/bench-quick.json" --vocabs 129280 --batches 1,64,1024 \
     --dists outlier_head --algos ${QUICK_ALGOS:-pivot,sort} --sort-max-batch 64 --reps 10 2>&1 | tail -80
+fi
+
+if has probe; then
+  # Row-by-row probes (dev/): the merging CTA's stages at B = 1, and the
+  # fallback rows of top-p alone.
+  log probe
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
+    -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu -o /tmp/merge_probe 2>"$OUT/probe-build.log" &
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
+    -DTOKENSIFT_FB_TRACE dev/fallback_probe.cu src/cuda/greedy_argmax.cu -o /tmp/fallback_probe 2>>"$OUT/probe-build.log" &
+  wait
+  for args in "8 50 0.9 0" "8 50 1 0" "8 0 0.9 0" "8 0 1 0.05"; do
+    echo "-- merge_probe $args"; /tmp/merge_probe $args 2>&1 | tail -11
+  done | tee "$OUT/merge-probe.log"
+  /tmp/fallback_probe 32 0.9 2 20 2>&1 | tail -34 | tee "$OUT/fallback-probe.log"
 fi
 
 if has variant; then

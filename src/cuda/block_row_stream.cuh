@@ -21,9 +21,12 @@
 
 namespace tokensift::cuda_detail {
 
-// Calls f(i, x) once for every i in [0, vocab), x = row[i] widened to float.
-template <int kThreads, int kUnroll, class T, class F>
-__device__ __forceinline__ void block_stream_row(const T* row, int32_t vocab, F&& f) {
+// Streams the row: whole 16-byte vectors go to fv(i0, raw) (raw holds
+// row[i0 .. i0 + 16 / sizeof(T)) as loaded) so callers can reduce them with
+// packed instructions; the unaligned head and the tail still go to f(i, x).
+// A thread's vectors come in increasing i0.
+template <int kThreads, int kUnroll, class T, class F, class FV>
+__device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab, F&& f, FV&& fv) {
   constexpr int kVec = 16 / (int)sizeof(T);
   const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
   int32_t head = (int32_t)(((16u - (addr & 15u)) & 15u) / sizeof(T));
@@ -42,13 +45,21 @@ __device__ __forceinline__ void block_stream_row(const T* row, int32_t vocab, F&
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int32_t v = base + u * kThreads + (int32_t)threadIdx.x;
-      if (v >= nvec) continue;
-      const T* e = reinterpret_cast<const T*>(&raw[u]);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) f(head + v * kVec + k, to_float(e[k]));
+      if (v < nvec) fv(head + v * kVec, raw[u]);
     }
   }
   for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) f(i, to_float(row[i]));
+}
+
+// Calls f(i, x) once for every i in [0, vocab), x = row[i] widened to float.
+template <int kThreads, int kUnroll, class T, class F>
+__device__ __forceinline__ void block_stream_row(const T* row, int32_t vocab, F&& f) {
+  constexpr int kVec = 16 / (int)sizeof(T);
+  block_stream_row_vec<kThreads, kUnroll>(row, vocab, f, [&](int32_t i0, const uint4& raw) {
+    const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) f(i0 + k, to_float(e[k]));
+  });
 }
 
 // Calls f(i, x) for i = threadIdx.x, threadIdx.x + kThreads, ... < vocab, in

@@ -8,9 +8,14 @@
 // a fixed cost per 16 KB (fp32) or 8 KB (bf16) of logits that dominates at
 // large batch: 2.2x the memory floor in fp32 and 4x in bf16 at B >= 256
 // (bench/results/sampler-h200-2026-11-29.md).  Here each thread keeps
-// kUnroll 16-byte loads in flight (block_row_stream.cuh), folds every logit
-// into one packed (order key, index) maximum and a NaN / +inf flag, and one
-// block reduction ends the row: no workspace, no atomics, no second phase.
+// kUnroll 16-byte loads in flight (block_row_stream.cuh) and reduces each
+// vector to its NaN-propagating max with packed instructions (bf16x2 / half2
+// max: three per 8 logits), keeping the first vector that raised its running
+// max; only at the end does it look for the max's position inside that one
+// vector.  A per-logit packed (key, index) maximum cost ~12 instructions a
+// logit, which at 2 bytes a logit made the bf16 loop issue-bound (1.9-2.3x the
+// floor, perf-notes v9).  One block reduction ends the row: no workspace, no
+// atomics, no second phase.
 //
 // Used by launch_pivot only when every row is greedy by a scalar temperature
 // and no per-row parameter array is given (so no row can carry an invalid
@@ -36,6 +41,23 @@ struct GreedyBestOp {
   }
 };
 
+// NaN-propagating max of one 16-byte vector of logits, as a float (widening
+// is exact and monotone, so the max of the floats is the float of the max).
+__device__ __forceinline__ float vec_max_nan(const uint4& raw, float) {
+  return max_nan(max_nan(__uint_as_float(raw.x), __uint_as_float(raw.y)),
+                 max_nan(__uint_as_float(raw.z), __uint_as_float(raw.w)));
+}
+__device__ __forceinline__ float vec_max_nan(const uint4& raw, __nv_bfloat16) {
+  const __nv_bfloat162* p = reinterpret_cast<const __nv_bfloat162*>(&raw);
+  const __nv_bfloat162 h = __hmax2_nan(__hmax2_nan(p[0], p[1]), __hmax2_nan(p[2], p[3]));
+  return max_nan(__low2float(h), __high2float(h));
+}
+__device__ __forceinline__ float vec_max_nan(const uint4& raw, __half) {
+  const __half2* p = reinterpret_cast<const __half2*>(&raw);
+  const __half2 h = __hmax2_nan(__hmax2_nan(p[0], p[1]), __hmax2_nan(p[2], p[3]));
+  return max_nan(__low2float(h), __high2float(h));
+}
+
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads) greedy_argmax_kernel(const void* logits, int64_t row_stride,
                                                                          int32_t vocab, SampleOutputs out) {
@@ -43,14 +65,41 @@ __global__ void __launch_bounds__(Policy::kThreads) greedy_argmax_kernel(const v
   __shared__ typename Reduce::TempStorage temp;
   const int64_t row = blockIdx.x;
   const T* x = static_cast<const T*>(logits) + row * row_stride;
+  constexpr int kVec = 16 / (int)sizeof(T);
   GreedyBest mine{0, 0};
-  block_stream_row<Policy::kThreads, Policy::kUnroll>(x, vocab, [&](int32_t i, float v) {
+  // Head and tail, element by element.
+  auto scalar = [&](int32_t i, float v) {
     mine.bad |= !(v < __builtin_huge_valf()) ? 1 : 0;  // NaN or +inf
     if (v > -__builtin_huge_valf()) {
       const uint64_t p = pack_order(contract::order_key(v), (uint32_t)i);
       mine.best = p > mine.best ? p : mine.best;
     }
+  };
+  // Whole vectors: the running max and the first vector that reached it (a
+  // thread's vectors come in increasing index, so strict > keeps the first).
+  float vmax = -__builtin_huge_valf();
+  uint4 vbest = make_uint4(0u, 0u, 0u, 0u);
+  int32_t vbest_i0 = -1;
+  int vnan = 0;
+  block_stream_row_vec<Policy::kThreads, Policy::kUnroll>(x, vocab, scalar, [&](int32_t i0, const uint4& raw) {
+    const float m = vec_max_nan(raw, T{});
+    vnan |= m != m;
+    if (m > vmax) {
+      vmax = m;
+      vbest = raw;
+      vbest_i0 = i0;
+    }
   });
+  mine.bad |= vnan | (vmax == __builtin_huge_valf());
+  if (vbest_i0 >= 0) {  // the max's first position in its vector (keys fold -0 onto +0, as == does)
+    const T* e = reinterpret_cast<const T*>(&vbest);
+    int k0 = kVec - 1;
+#pragma unroll
+    for (int k = kVec - 1; k >= 0; --k)
+      if (to_float(e[k]) == vmax) k0 = k;
+    const uint64_t p = pack_order(contract::order_key(vmax), (uint32_t)(vbest_i0 + k0));
+    mine.best = p > mine.best ? p : mine.best;
+  }
   const GreedyBest r = Reduce(temp).Reduce(mine, GreedyBestOp{});
   if (threadIdx.x != 0) return;
   const float kNan = __int_as_float(0x7fffffff);

@@ -59,20 +59,18 @@ template <class Policy>
 struct ChunkSmem {
   using Reduce = cub::BlockReduce<ChunkStats, Policy::kThreads>;
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
-  using ReduceInt = cub::BlockReduce<int, Policy::kThreads>;
   using ReduceF64 = cub::BlockReduce<double, Policy::kThreads>;
   using Scan = cub::BlockScan<int, Policy::kThreads>;
   union {
     typename Reduce::TempStorage reduce;
     typename ReduceU64::TempStorage reduce_u64;
-    typename ReduceInt::TempStorage reduce_int;
     typename ReduceF64::TempStorage reduce_f64;
     typename Scan::TempStorage scan;
   } temp;
   ThresholdSmem<Policy::kThreads> thresh;
   ChunkStats stats;
   unsigned long long best;
-  int count;
+  uint32_t bar_key;  // plain rows: order key of the chunk max's race score
   int emit_count;  // slots of the fast emission
 };
 
@@ -126,15 +124,6 @@ __device__ __forceinline__ int32_t item_index(int32_t begin, int j) {
   return begin + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec);
 }
 
-template <class Policy>
-__device__ __forceinline__ int chunk_sum_int(int v, ChunkSmem<Policy>& sm) {
-  __syncthreads();
-  const int r = typename ChunkSmem<Policy>::ReduceInt(sm.temp.reduce_int).Sum(v);
-  if (threadIdx.x == 0) sm.count = r;
-  __syncthreads();
-  return sm.count;
-}
-
 struct ChunkEmission {
   uint32_t prefix;  // {key >= prefix} holds the emitted tokens (0: all active ones)
   int emitted;
@@ -146,22 +135,19 @@ struct ChunkEmission {
 // that impossible; the ties then go to the lowest indices by an index-ordered
 // scan (vector i of every thread, then vector i + 1, ...).  Reports the exact
 // best non-emitted token.
+// n < the chunk's active count (otherwise every active token is emitted on
+// the fast path).
 template <class T, class Policy>
 __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t begin, int n, int cap,
-                                       int cnt, uint64_t* cand, ChunkSmem<Policy>& sm) {
+                                       uint64_t* cand, ChunkSmem<Policy>& sm) {
   constexpr int kItems = Policy::kItems;
   uint32_t key[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) key[j] = x[j] > -__builtin_huge_valf() ? contract::order_key(x[j]) : 0u;
-  uint32_t prefix = 0;
-  bool ties_mode = false;
-  int take = 0;
-  if (n < cnt) {
-    const ThresholdResult t = block_threshold_select<Policy::kThreads, kItems, uint32_t>(key, n, cap, 0u, sm.thresh);
-    prefix = t.key;
-    ties_mode = t.exact;
-    take = n - t.count_gt;
-  }
+  const ThresholdResult t = block_threshold_select<Policy::kThreads, kItems, uint32_t>(key, n, cap, 0u, sm.thresh);
+  const uint32_t prefix = t.key;
+  const bool ties_mode = t.exact;
+  const int take = n - t.count_gt;
   bool emit[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) emit[j] = key[j] != 0 && key[j] > prefix;
@@ -255,6 +241,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   }
   if (threadIdx.x == 0) {
     sm.best = 0;
+    sm.bar_key = 0;
     sm.emit_count = 0;
   }
   {
@@ -313,16 +300,32 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
 
   if (cfg.plain()) {
     // Exponential race over every eligible token of the chunk.  The exact
-    // score (two contract logs, most of this loop's cost) is paid only by
-    // tokens that can still win: a group of four whose best z + kMaxRaceBoost
-    // is below the thread's best skips its Philox call, and a token whose
-    // upper bound z - ln(1 - U) (as -ln U >= 1 - U), taken with the fast log
-    // and a margin, is below max(thread's best, zloc + kMinRaceBoost) skips
-    // the logs: the chunk's max token scores at least the latter, so such a
-    // token cannot be the winner.  Skips never change the result.
+    // score (two contract logs and a Philox call) is paid only by tokens
+    // that can still win.  The bar: the exact score of the chunk's largest z,
+    // computed first by the thread(s) holding it; it is a real token's score,
+    // so the winner scores at least that.  A group of four whose best
+    // z + kMaxRaceBoost is below the bar skips its Philox call, and a token
+    // whose upper bound z - ln(1 - U) (as -ln U >= 1 - U), taken with the
+    // fast log and a margin, is below it skips the logs.  A warp pays the
+    // exact score when any lane needs it, so the bar must be high from the
+    // first token (v10c used the thread's running best and zloc +
+    // kMinRaceBoost: most warps still paid, perf-notes).  Skips never change
+    // the result.
+    if (my_xmax == stats.xmax) {  // this thread holds the max (z == zloc there)
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) {
+        if (x[j] == zloc) {
+          const uint32_t idx = (uint32_t)item_index<Policy, T>(begin, j);
+          const float sc = contract::race_score(x[j], cfg.seed, cfg.offset, idx);
+          atomicMax(&sm.bar_key, contract::order_key(sc));
+        }
+      }
+    }
+    __syncthreads();
+    const float bar_score = sm.bar_key ? contract::key_to_float(sm.bar_key) : -kInf;
+    const float floor_score = fmaxf(bar_score, zloc + contract::kMinRaceBoost);
     uint64_t best = 0;
     float best_score = -kInf;
-    const float floor_score = zloc + contract::kMinRaceBoost;  // the chunk max's least score
 #pragma unroll
     for (int g = 0; g < kItems / 4; ++g) {
       float zmax4 = fmaxf(fmaxf(x[4 * g], x[4 * g + 1]), fmaxf(x[4 * g + 2], x[4 * g + 3]));
@@ -366,7 +369,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
       x[j] = keep ? x[j] : -kInf;
       active += keep;
     }
-    cnt = chunk_sum_int<Policy>(active, sm);
+    cnt = block_sum_int<Policy::kThreads>(active, sm.thresh);
   }
   int n = cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
   const int cap = cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;  // emit between n and cap
@@ -394,7 +397,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
 #pragma unroll
       for (int j = 0; j < kItems; ++j) c += x[j] >= g;
       mine = c;
-      c = chunk_sum_int<Policy>(c, sm);
+      c = block_sum_int<Policy::kThreads>(c, sm.thresh);
       if (c >= n && c <= cap) {
         fast = true;
         pivot = g;
@@ -420,7 +423,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     const uint32_t pk = all ? 0u : contract::order_key(pivot);
     em = {pk, count, all ? 0ull : pack_order(pk - 1u, 0u)};
   } else {
-    em = emit_by_radix<T, Policy>(x, begin, n, cap, cnt, cand, sm);
+    em = emit_by_radix<T, Policy>(x, begin, n, cap, cand, sm);
   }
   if (threadIdx.x == 0) {
     out.next = em.next;

@@ -32,6 +32,20 @@
 
 namespace tokensift::cuda_detail {
 
+// Dev builds only (dev/merge_probe.cu): thread 0 of the merging CTA stamps
+// clock64() at each stage of the merge into merge_trace[].
+#ifdef TOKENSIFT_MERGE_TRACE
+__device__ long long merge_trace[8];
+#define TS_MERGE_MARK(i) \
+  do {                    \
+    if (threadIdx.x == 0) merge_trace[i] = clock64(); \
+  } while (0)
+#else
+#define TS_MERGE_MARK(i) \
+  do {                    \
+  } while (0)
+#endif
+
 struct RowStats {
   uint64_t xmax, next, race;
   uint32_t lb;
@@ -198,6 +212,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const float kNan = __int_as_float(0x7fffffff);
 
+  TS_MERGE_MARK(0);
   RowStats st{0, 0, 0, 0, 0, 0, 0};
   for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
     RowStats s;
@@ -217,6 +232,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     __syncthreads();
   }
   const RowStats rs = sm.stats;
+  TS_MERGE_MARK(1);
   const uint32_t kNegInfKey = contract::order_key(-__builtin_huge_valf());
 
   if (cfg.invalid) return {TOKENSIFT_ROW_INVALID_PARAM, -1, 0, kNan};
@@ -326,6 +342,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     }
     use_list = sm.count <= Policy::kMergeCap;
   }
+  TS_MERGE_MARK(2);
   ListDecision d{};
   if (use_list) {
     const uint64_t next = rs.next;
@@ -372,8 +389,10 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       if (sm.uval > bound) bound = sm.uval;
       whole = whole && sm.uval == 0;
     }
+    TS_MERGE_MARK(3);
     d = decide_from_list<Policy>(sm, n, whole, bound, cfg, zmax, [&] { return chunk_mass(); });
   }
+  TS_MERGE_MARK(4);
 
   // ---- 2. bounded gather (min-p rows): every token that can be kept ----
   // min-p keeps z >= zmax + ln(min_p).  One pass gathers the tokens above that
@@ -458,11 +477,13 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       kept_mass = sm.dval;
     }
   }
+  TS_MERGE_MARK(5);
   float lp = kNan;
   if (a.out.logprobs) {
     const float z = contract::scale(to_float(row[token]), cfg.temperature);
     lp = (float)(((double)z - (double)zmax) - log(kept_mass));
   }
+  TS_MERGE_MARK(6);
   return {TOKENSIFT_ROW_OK, token, kept, lp};
 }
 

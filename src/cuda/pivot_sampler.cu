@@ -27,59 +27,14 @@
 // the row ~20-40 times with one CTA: correct, but milliseconds.
 #include <cuda_runtime.h>
 
+#include "cuda/cuda_utils.cuh"
 #include "cuda/greedy_argmax.hpp"
 #include "cuda/launch.hpp"
-#include "cuda/pivot_chunk.cuh"
+#include "cuda/pivot_launch.hpp"
 #include "cuda/pivot_merge.cuh"
 #include "cuda/pivot_policy.cuh"
-#include "cuda/pivot_split.cuh"
 
 namespace tokensift::cuda_detail {
-
-template <class Policy>
-union PivotSmem {
-  ChunkSmem<Policy> chunk;
-  MergeSmem<Policy> merge;
-  FallbackSmem<Policy> fallback;
-};
-
-template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(const PivotArgs a) {
-  __shared__ PivotSmem<Policy> smem;
-  __shared__ RowConfig row_cfg;
-  __shared__ bool is_last;
-  const int64_t row = blockIdx.x / a.chunks;
-  const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
-  // The logits' loads go out first.  One thread derives the row's parameters
-  // under them: the phase is issue-bound at large batches, and work every
-  // warp repeats is paid once per warp.
-  float x[Policy::kItems];
-  load_chunk<T, Policy>(static_cast<const T*>(a.logits) + row * a.row_stride, a.vocab, chunk * Policy::kChunk, x);
-  if (threadIdx.x == 0) row_cfg = load_row_config(a.params, row, a.vocab);
-  __syncthreads();
-  const RowConfig cfg = row_cfg;
-
-  pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, x, smem.chunk);
-
-  // Last-CTA-done, the pattern of cooperative groups' grid sync: the barrier
-  // orders every thread's stores before thread 0's fence, the fence before
-  // the ticket; the last CTA fences again before its threads read.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    const uint32_t t = atomicAdd(&a.tickets[row], 1u);
-    is_last = t == (uint32_t)(a.chunks - 1);
-    if (is_last) __threadfence();
-  }
-  __syncthreads();
-  if (!is_last) return;
-
-  const RowResult r = pivot_merge_phase<T, Policy>(a, row, cfg, smem.merge, smem.fallback);
-  if (threadIdx.x == 0) {
-    if (r.status != kRowDeferred) write_result(a.out, row, r);
-    a.tickets[row] = 0;
-  }
-}
 
 struct PivotLayout {
   size_t tickets, deferred_count, split_next, deferred_rows, split, split_hist, split_list, summaries, candidates, total;
@@ -133,32 +88,19 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // also keeps a captured graph self-contained.
   const cudaError_t me = cudaMemsetAsync(a.tickets, 0, sizeof(uint32_t) * (logits.rows + 3), stream);
   if (me != cudaSuccess) return me;
-  const dim3 grid((unsigned)blocks), block(PivotPolicy::kThreads);
   // The split fallback takes only top-p rows without top-k (pivot_merge.cuh);
   // when the parameters rule those out for every row, its launches are skipped.
   const SamplingParams& p = params;
   const bool may_split = split_vocab_ok<PivotPolicy>(logits.vocab) &&
                          (p.top_p.per_row != nullptr || p.top_p.value < 1.0f) &&
                          (p.top_k.per_row != nullptr || p.top_k.value <= 0 || p.top_k.value >= logits.vocab);
-  const dim3 split_grid((unsigned)PivotPolicy::kSplitCtas);
-  auto launch = [&](auto tag) {
-    using T = decltype(tag);
-    pivot_sample_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
-    if (may_split) {
-      split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
-      split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
-    }
-  };
   switch (logits.dtype) {
     case DType::kF32:
-      launch(float{});
-      break;
+      return launch_pivot_kernels<float>(a, (unsigned)blocks, may_split, stream);
     case DType::kBF16:
-      launch(__nv_bfloat16{});
-      break;
+      return launch_pivot_kernels<__nv_bfloat16>(a, (unsigned)blocks, may_split, stream);
     case DType::kF16:
-      launch(__half{});
-      break;
+      return launch_pivot_kernels<__half>(a, (unsigned)blocks, may_split, stream);
   }
   return cudaGetLastError();
 }

@@ -1,0 +1,123 @@
+// Dev probe (not part of the library): where a B = 1 call of the pivot sampler
+// spends its time.  Rows of the anchors' distribution (N(0, 2^2) + 20 tokens
+// boosted +8..+15, V = 129,280, fp32) are sampled one at a time; for each the
+// median of 7 timed calls (CUDA events) and, from one traced call, the merging
+// CTA's stages in microseconds (clock64 stamps, converted with the SM clock
+// measured here):
+//   chunk  that CTA's own chunk phase and ticket      stats  summaries reduced
+//   cands  candidates loaded (and reloaded)           pre    pre-selection
+//   decide sort, scans, decision                      race   race over the kept set
+//   lp     log-prob
+// Arguments: rows top_k top_p min_p (defaults 16 50 0.9 0).  Build and run on the device:
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
+//        -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu -o /tmp/mp && /tmp/mp 16 50 0.9 0
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "cuda/pivot_kernels.cuh"  // the kernels, instantiated here by launch_pivot
+#include "cuda/pivot_sampler.cu"
+
+using namespace tokensift;
+
+__global__ void spin_kernel(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+// SM clock in MHz: a spin of known cycles timed with events.
+double sm_clock_mhz() {
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  const long long cycles = 200000000;
+  spin_kernel<<<1, 1>>>(cycles / 10);
+  cudaEventRecord(e0);
+  spin_kernel<<<1, 1>>>(cycles);
+  cudaEventRecord(e1);
+  cudaEventSynchronize(e1);
+  float ms;
+  cudaEventElapsedTime(&ms, e0, e1);
+  return (double)cycles / (ms * 1e3);
+}
+
+int main(int argc, char** argv) {
+  const int64_t V = 129280;
+  const int B = argc > 1 ? atoi(argv[1]) : 16;
+  const int top_k = argc > 2 ? atoi(argv[2]) : 50;
+  const float top_p = argc > 3 ? (float)atof(argv[3]) : 0.9f;
+  const float min_p = argc > 4 ? (float)atof(argv[4]) : 0.0f;
+  std::mt19937_64 gen(1234);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::uniform_real_distribution<float> ud(8.0f, 15.0f);
+  std::vector<float> h((size_t)B * V);
+  for (int r = 0; r < B; ++r) {
+    for (int64_t i = 0; i < V; ++i) h[(size_t)r * V + i] = nd(gen);
+    for (int j = 0; j < 20; ++j) h[(size_t)r * V + gen() % V] += ud(gen);
+  }
+  float* d;
+  cudaMalloc(&d, h.size() * 4);
+  cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
+  const size_t ws_bytes = cuda_detail::pivot_workspace_size(1, V);
+  void* ws;
+  cudaMalloc(&ws, ws_bytes);
+  cudaMemset(ws, 0, ws_bytes);
+  int32_t *tok, *kept;
+  cudaMalloc(&tok, 4);
+  cudaMalloc(&kept, 4);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  SamplingParams p;
+  p.top_k.value = top_k;
+  p.top_p.value = top_p;
+  p.min_p.value = min_p;
+  SampleOutputs o;
+  o.tokens = tok;
+  o.kept_counts = kept;
+  const double mhz = sm_clock_mhz();
+  printf("SM clock %.0f MHz; top_k %d top_p %.3f min_p %.3f\n", mhz, top_k, top_p, min_p);
+  printf("row   kept    call us | chunk  stats  cands    pre decide   race     lp  (us, merging CTA)\n");
+  for (int r = 0; r < B; ++r) {
+    LogitsView lv;
+    lv.data = d + (size_t)r * V;
+    lv.rows = 1;
+    lv.vocab = V;
+    lv.row_stride = V;
+    std::vector<float> t;
+    for (int rep = 0; rep < 7; ++rep) {
+      cudaEventRecord(e0);
+      cuda_detail::launch_pivot(lv, p, o, ws, 0);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms;
+      cudaEventElapsedTime(&ms, e0, e1);
+      t.push_back(ms * 1000);
+    }
+    std::sort(t.begin(), t.end());
+    long long zero[8] = {0, 0, 0, 0, 0, 0, 0, 0}, tr[8];
+    cudaMemcpyToSymbol(cuda_detail::merge_trace, zero, sizeof zero);
+    cuda_detail::launch_pivot(lv, p, o, ws, 0);
+    cudaDeviceSynchronize();
+    cudaMemcpyFromSymbol(tr, cuda_detail::merge_trace, sizeof tr);
+    int32_t k;
+    cudaMemcpy(&k, kept, 4, cudaMemcpyDeviceToHost);
+    auto us = [&](long long c) { return (double)c / mhz; };
+    // Stages that did not run (a row decided early, or sent to the fallback)
+    // keep the previous stamp's time and show 0.
+    long long prev = tr[0];
+    printf("%3d %6d %10.1f | %6.2f", r, k, t[3], us(tr[7]));
+    for (int s = 1; s <= 6; ++s) {
+      const long long cur = tr[s] ? tr[s] : prev;
+      printf(" %6.2f", us(cur - prev));
+      prev = cur;
+    }
+    printf("\n");
+  }
+  printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
+  return 0;
+}

@@ -1,0 +1,79 @@
+// The pivot sampler's kernels for one logits type and the launches of one call
+// (the algorithm is described in pivot_sampler.cu).  Each dtype is
+// instantiated in its own translation unit (pivot_sampler_{f32,bf16,f16}.cu),
+// so the three, the library's longest compiles, build in parallel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/pivot_chunk.cuh"
+#include "cuda/pivot_launch.hpp"
+#include "cuda/pivot_merge.cuh"
+#include "cuda/pivot_policy.cuh"
+#include "cuda/pivot_split.cuh"
+
+namespace tokensift::cuda_detail {
+
+template <class Policy>
+union PivotSmem {
+  ChunkSmem<Policy> chunk;
+  MergeSmem<Policy> merge;
+  FallbackSmem<Policy> fallback;
+};
+
+template <class T, class Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(const PivotArgs a) {
+  __shared__ PivotSmem<Policy> smem;
+  __shared__ RowConfig row_cfg;
+  __shared__ bool is_last;
+  const int64_t row = blockIdx.x / a.chunks;
+  const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
+#ifdef TOKENSIFT_MERGE_TRACE
+  const long long t_start = clock64();
+#endif
+  // The logits' loads go out first.  One thread derives the row's parameters
+  // under them: the phase is issue-bound at large batches, and work every
+  // warp repeats is paid once per warp.
+  float x[Policy::kItems];
+  load_chunk<T, Policy>(static_cast<const T*>(a.logits) + row * a.row_stride, a.vocab, chunk * Policy::kChunk, x);
+  if (threadIdx.x == 0) row_cfg = load_row_config(a.params, row, a.vocab);
+  __syncthreads();
+  const RowConfig cfg = row_cfg;
+
+  pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, x, smem.chunk);
+
+  // Last-CTA-done, the pattern of cooperative groups' grid sync: the barrier
+  // orders every thread's stores before thread 0's fence, the fence before
+  // the ticket; the last CTA fences again before its threads read.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const uint32_t t = atomicAdd(&a.tickets[row], 1u);
+    is_last = t == (uint32_t)(a.chunks - 1);
+    if (is_last) __threadfence();
+  }
+  __syncthreads();
+  if (!is_last) return;
+#ifdef TOKENSIFT_MERGE_TRACE
+  if (threadIdx.x == 0) merge_trace[7] = clock64() - t_start;  // this CTA's chunk phase and ticket
+#endif
+
+  const RowResult r = pivot_merge_phase<T, Policy>(a, row, cfg, smem.merge, smem.fallback);
+  if (threadIdx.x == 0) {
+    if (r.status != kRowDeferred) write_result(a.out, row, r);
+    a.tickets[row] = 0;
+  }
+}
+
+template <class T>
+cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream) {
+  const dim3 grid(blocks), block(PivotPolicy::kThreads), split_grid((unsigned)PivotPolicy::kSplitCtas);
+  pivot_sample_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
+  if (may_split) {
+    split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
+    split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace tokensift::cuda_detail
