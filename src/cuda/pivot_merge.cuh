@@ -29,6 +29,7 @@
 #include "cuda/pivot_fallback.cuh"
 #include "cuda/pivot_types.cuh"
 #include "cuda/row_config.cuh"
+#include "cuda/warp_list.cuh"
 
 namespace tokensift::cuda_detail {
 
@@ -65,6 +66,13 @@ struct RowStatsOp {
   }
 };
 
+struct WarpListResult {
+  int decided;
+  int kept;
+  int32_t token;
+  double kept_mass;
+};
+
 template <class Policy>
 struct MergeSmem {
   using Reduce = cub::BlockReduce<RowStats, Policy::kThreads>;
@@ -85,6 +93,7 @@ struct MergeSmem {
   int chunk_offset[Policy::kMaxMergeChunks];
   ThresholdSmem<Policy::kThreads> thresh;
   RowStats stats;
+  WarpListResult wres;
   double dval;
   uint64_t uval;
   int count;
@@ -202,6 +211,79 @@ __device__ ListDecision decide_from_list(MergeSmem<Policy>& sm, int n, bool comp
   }
   if (survivors >= 0) return {true, survivors};  // rounding: the whole set is the prefix
   return {false, 0};
+}
+
+// decide_from_list and the race for a list of n <= 64 candidates (rows
+// without min-p), on one warp: the same rules, shuffles instead of block
+// barriers.  Call from the 32 threads of warp 0.
+template <class Policy>
+__device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool complete, uint64_t next,
+                                               const RowConfig& cfg, float zmax, const ChunkSummary* sum,
+                                               int chunks) {
+  const int lane = (int)(threadIdx.x & 31u);
+  const WarpListResult undecided{0, 0, -1, 0.0};
+  uint64_t v[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) v[r] = lane + 32 * r < n ? cand[lane + 32 * r] : 0ull;
+  warp_sort_desc64(v);
+  int valid_prefix = n;  // candidates that precede `next`
+  if (!complete)
+    valid_prefix = __popc(__ballot_sync(kFullMask, v[0] > next)) + __popc(__ballot_sync(kFullMask, v[1] > next));
+  int survivors = -1;  // -1: the survivors extend beyond the list
+  if (cfg.k_active) {
+    if (cfg.top_k <= valid_prefix) survivors = cfg.top_k;
+    else if (complete) survivors = n;
+    else return undecided;
+  } else if (complete) {
+    survivors = n;
+  } else if (!cfg.p_active) {
+    return undecided;
+  }
+  auto weight = [&](int r) { return exp((double)contract::key_to_float(packed_key(v[r])) - (double)zmax); };
+  int m = survivors;
+  if (cfg.p_active) {
+    double w_total;
+    int limit;
+    if (survivors >= 0) {
+      double w = 0;
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        if (lane + 32 * r < survivors) w += weight(r);
+      w_total = warp_sum(w);
+      limit = survivors;
+    } else {  // W from the chunks' partial sums
+      double w = 0;
+      for (int c = lane; c < chunks; c += 32) {
+        if (load_cg(&sum[c].eligible) == 0) continue;
+        w += load_cg(&sum[c].mass) * exp((double)load_cg(&sum[c].zloc) - (double)zmax);
+      }
+      w_total = warp_sum(w);
+      limit = valid_prefix;
+    }
+    const double target = (double)cfg.top_p * w_total;
+    // First position whose prefix mass reaches the target.
+    const double s0 = warp_inclusive_sum(lane < limit ? weight(0) : 0.0);
+    const double s1 = __shfl_sync(kFullMask, s0, 31) + warp_inclusive_sum(lane + 32 < limit ? weight(1) : 0.0);
+    const unsigned h0 = __ballot_sync(kFullMask, lane < limit && s0 >= target);
+    const unsigned h1 = __ballot_sync(kFullMask, lane + 32 < limit && s1 >= target);
+    if (h0) m = __ffs((int)h0);  // kept = first hit + 1
+    else if (h1) m = 32 + __ffs((int)h1);
+    else if (survivors < 0) return undecided;  // rounding: with survivors, the whole set is the prefix
+  }
+  uint64_t best = 0;
+  double w = 0;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (lane + 32 * r >= m) continue;
+    const float z = contract::key_to_float(packed_key(v[r]));
+    const uint32_t idx = packed_index(v[r]);
+    const uint64_t q = pack_order(contract::order_key(contract::race_score(z, cfg.seed, cfg.offset, idx)), idx);
+    best = q > best ? q : best;
+    w += exp((double)z - (double)zmax);
+  }
+  best = warp_max_u64(best);
+  w = warp_sum(w);
+  return {1, m, (int32_t)packed_index(best), w};
 }
 
 template <class T, class Policy>
@@ -344,6 +426,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   }
   TS_MERGE_MARK(2);
   ListDecision d{};
+  WarpListResult wl{0, 0, -1, 0.0};  // the one-warp finish's result, when it ran and decided
   if (use_list) {
     const uint64_t next = rs.next;
     const bool complete =
@@ -355,7 +438,10 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     // Pre-select: when a top-k or top-p row has many candidates, keep only
     // the top few hundred by key before sorting; what is dropped just lowers
     // the point down to which the list is exact (`bound`).
-    if (n > Policy::kPreselect && !cfg.m_active && (!cfg.k_active || cfg.top_k <= Policy::kPreselect / 2)) {
+    // Top-k rows with k < kWarpList keep at most kWarpList, for the one-warp finish.
+    const bool to_warp = cfg.k_active && !cfg.m_active && cfg.top_k < Policy::kWarpList && n > Policy::kWarpList;
+    if (to_warp ||
+        (n > Policy::kPreselect && !cfg.m_active && (!cfg.k_active || cfg.top_k <= Policy::kPreselect / 2))) {
       constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
       uint64_t v[kSlots];
 #pragma unroll
@@ -365,7 +451,8 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       }
       const int need = cfg.k_active ? cfg.top_k : Policy::kPreselect / 4;
       const ThresholdResult t =
-          block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, Policy::kPreselect, 0, sm.thresh);
+          block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, to_warp ? Policy::kWarpList : Policy::kPreselect,
+                                                                     0, sm.thresh);
       int mine = 0;
       uint64_t dropped = 0;
 #pragma unroll
@@ -390,7 +477,17 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       whole = whole && sm.uval == 0;
     }
     TS_MERGE_MARK(3);
-    d = decide_from_list<Policy>(sm, n, whole, bound, cfg, zmax, [&] { return chunk_mass(); });
+    if (n <= Policy::kWarpList && !cfg.m_active) {
+      if (threadIdx.x < 32) {
+        const WarpListResult r = warp_decide_and_race<Policy>(sm.cand, n, whole, bound, cfg, zmax, sum, a.chunks);
+        if (threadIdx.x == 0) sm.wres = r;
+      }
+      __syncthreads();
+      wl = sm.wres;
+      d = {wl.decided != 0, wl.kept};
+    } else {
+      d = decide_from_list<Policy>(sm, n, whole, bound, cfg, zmax, [&] { return chunk_mass(); });
+    }
   }
   TS_MERGE_MARK(4);
 
@@ -452,6 +549,10 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     token = r.token;
     kept = r.kept;
     kept_mass = r.kept_mass;
+  } else if (wl.decided) {
+    token = wl.token;
+    kept = wl.kept;
+    kept_mass = wl.kept_mass;
   } else {
     uint64_t best = 0;
     double w = 0;
