@@ -4,7 +4,7 @@
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
-#                                   benchflat,profile,variant,probe (default build,test,sanitize,bench)
+#                                   benchflat,profile,kernels,variant,probe (default build,test,sanitize,bench)
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 set -uo pipefail
@@ -100,6 +100,22 @@ if has profile; then
       ncu -i "$rep.ncu-rep" --page source --csv >"$rep-source.csv" 2>&1
     grep -E "Duration|Issue Slots Busy|Memory Throughput|Achieved Occupancy|Registers Per|No Eligible" "$rep-details.csv" | head -12
     rm -f "$rep.ncu-rep"
+  done
+fi
+
+if has kernels; then
+  # Every kernel of a few calls with its duration (Nsight Compute serializes
+  # launches and flushes caches, so these are cold, one-at-a-time times):
+  # which launch of a call costs what, e.g. the split launches of p0.9 calls.
+  log kernels
+  for spec in ${KERNEL_SPECS:-1:k50 64:p0.9 256:p0.9}; do
+    b=${spec%%:*}; c=${spec#*:}
+    timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 12 --launch-count 12 \
+      $BUILD/bench/sampler_bench --out /dev/null --vocabs 129280 --batches $b --dists outlier_head --algos pivot \
+      --dtypes fp32 --cases $c --reps 3 >"$OUT/kernels-b$b-$c.log" 2>&1
+    echo "-- B=$b $c (rc=$?)"
+    awk '/\)x\(/ {name=$0; sub(/^ +/, "", name); sub(/^void /, "", name); sub(/[<(].*/, "", name)}
+         /gpu__time_duration.sum/ {print name, $(NF-1), $NF}' "$OUT/kernels-b$b-$c.log"
   done
 fi
 

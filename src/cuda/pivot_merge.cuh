@@ -369,15 +369,20 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     if (threadIdx.x == 0) sm.count = 0;
     __syncthreads();
     const uint64_t* cands = a.candidates + row_id * a.chunks * Policy::kCap;
+    auto passes = [&](uint64_t p) {
+      return packed_key(p) >= key_floor &&
+             (!cfg.m_active || contract::passes_min_p(contract::key_to_float(packed_key(p)), zmax, cfg.ln_minp));
+    };
     auto consider = [&](uint64_t p) {
-      if (packed_key(p) < key_floor) return;
-      if (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(p)), zmax, cfg.ln_minp)) return;
+      if (!passes(p)) return;
       const int at = atomicAdd(&sm.count, 1);
       if (at < Policy::kMergeCap) sm.cand[at] = p;
     };
     if (small_s) {
-      // Only real candidates, four independent loads in flight per thread.
-      constexpr int kUnroll = 4;
+      // Only real candidates, kUnroll independent loads in flight per thread;
+      // each warp reserves its survivors' slots with one atomic (the order of
+      // the list is free: it is selected and sorted by key).
+      constexpr int kUnroll = Policy::kMergeLoadUnroll;
       for (int base = 0; base < rs.emitted; base += Policy::kThreads * kUnroll) {
         uint64_t p[kUnroll];
 #pragma unroll
@@ -394,9 +399,29 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
             p[u] = load_cg(&cands[(int64_t)lo * Policy::kCap + (f - sm.chunk_offset[lo])]);
           }
         }
+        unsigned keep = 0;
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)
-          if (p[u]) consider(p[u]);
+          if (p[u] && passes(p[u])) keep |= 1u << u;
+        // The loop bound is block-uniform, so every lane of the warp is here.
+        const int mine = __popc(keep);
+        const int lane = (int)(threadIdx.x & 31u);
+        int incl = mine;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const int y = __shfl_up_sync(kFullMask, incl, o);
+          if (lane >= o) incl += y;
+        }
+        const int warp_total = __shfl_sync(kFullMask, incl, 31);
+        int warp_base = 0;
+        if (lane == 31 && warp_total) warp_base = atomicAdd(&sm.count, warp_total);
+        int pos = __shfl_sync(kFullMask, warp_base, 31) + incl - mine;
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+          if (keep & (1u << u)) {
+            if (pos < Policy::kMergeCap) sm.cand[pos] = p[u];
+            ++pos;
+          }
       }
     } else {
       const int64_t total_slots = (int64_t)a.chunks * Policy::kCap;
