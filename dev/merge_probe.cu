@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
       t.push_back(ms * 1000);
     }
     std::sort(t.begin(), t.end());
-    long long zero[8] = {0, 0, 0, 0, 0, 0, 0, 0}, tr[8];
+    long long zero[12] = {}, tr[12];
     cudaMemcpyToSymbol(cuda_detail::merge_trace, zero, sizeof zero);
     cuda_detail::launch_pivot(lv, p, o, ws, 0);
     cudaDeviceSynchronize();
@@ -116,6 +116,8 @@ int main(int argc, char** argv) {
       printf(" %6.2f", us(cur - prev));
       prev = cur;
     }
+    // Inside "cands": the emitted-count scan, then the first candidate load.
+    if (tr[8] && tr[9]) printf(" | scan %5.2f load %5.2f", us(tr[8] - tr[1]), us(tr[9] - tr[8]));
     printf("\n");
   }
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));

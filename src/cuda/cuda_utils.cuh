@@ -16,6 +16,19 @@ __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
+// One thread's arrival on a per-row ticket that counts CTAs.  Release: the
+// arriving CTA's global writes, ordered before this by the caller's
+// __syncthreads, are visible before the count moves; acquire: the CTA that
+// sees the last count sees every earlier arriver's writes (its other threads
+// after the next __syncthreads).  CUTLASS's generic barrier uses the same
+// pattern; it replaces __threadfence (fence.sc) plus a relaxed atomic, whose
+// wait was the kernel's largest stall at B = 1024 (perf-notes v13).
+__device__ __forceinline__ uint32_t ticket_arrive(uint32_t* ticket) {
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
+  return old;
+}
+
 // A token's place in the contract's order as one 64-bit number: larger means
 // earlier (z descending, then index ascending).  Zero is never a real token
 // (the key of -inf is 0x007fffff and ineligible tokens are never packed), so it

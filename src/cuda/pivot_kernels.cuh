@@ -42,16 +42,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 
   pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, x, smem.chunk);
 
-  // Last-CTA-done, the pattern of cooperative groups' grid sync: the barrier
-  // orders every thread's stores before thread 0's fence, the fence before
-  // the ticket; the last CTA fences again before its threads read.
+  // Last-CTA-done: the barrier orders every thread's stores before thread 0's
+  // release-acquire arrival; the last CTA's threads read after the next one.
   __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    const uint32_t t = atomicAdd(&a.tickets[row], 1u);
-    is_last = t == (uint32_t)(a.chunks - 1);
-    if (is_last) __threadfence();
-  }
+  if (threadIdx.x == 0) is_last = ticket_arrive(&a.tickets[row]) == (uint32_t)(a.chunks - 1);
   __syncthreads();
   if (!is_last) return;
 #ifdef TOKENSIFT_MERGE_TRACE

@@ -36,7 +36,7 @@ namespace tokensift::cuda_detail {
 // Dev builds only (dev/merge_probe.cu): thread 0 of the merging CTA stamps
 // clock64() at each stage of the merge into merge_trace[].
 #ifdef TOKENSIFT_MERGE_TRACE
-__device__ long long merge_trace[8];
+__device__ long long merge_trace[12];
 #define TS_MERGE_MARK(i) \
   do {                    \
     if (threadIdx.x == 0) merge_trace[i] = clock64(); \
@@ -363,25 +363,21 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     if (threadIdx.x < a.chunks) sm.chunk_offset[threadIdx.x] = off;
   }
   __syncthreads();
+  TS_MERGE_MARK(8);
   bool use_list = rs.emitted <= Policy::kMergeCap * 4;
   uint32_t key_floor = lb;
   auto load_candidates = [&]() {
     if (threadIdx.x == 0) sm.count = 0;
     __syncthreads();
     const uint64_t* cands = a.candidates + row_id * a.chunks * Policy::kCap;
-    auto passes = [&](uint64_t p) {
-      return packed_key(p) >= key_floor &&
-             (!cfg.m_active || contract::passes_min_p(contract::key_to_float(packed_key(p)), zmax, cfg.ln_minp));
-    };
     auto consider = [&](uint64_t p) {
-      if (!passes(p)) return;
+      if (packed_key(p) < key_floor) return;
+      if (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(p)), zmax, cfg.ln_minp)) return;
       const int at = atomicAdd(&sm.count, 1);
       if (at < Policy::kMergeCap) sm.cand[at] = p;
     };
     if (small_s) {
-      // Only real candidates, kUnroll independent loads in flight per thread;
-      // each warp reserves its survivors' slots with one atomic (the order of
-      // the list is free: it is selected and sorted by key).
+      // Only real candidates, kUnroll independent loads in flight per thread.
       constexpr int kUnroll = Policy::kMergeLoadUnroll;
       for (int base = 0; base < rs.emitted; base += Policy::kThreads * kUnroll) {
         uint64_t p[kUnroll];
@@ -399,29 +395,9 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
             p[u] = load_cg(&cands[(int64_t)lo * Policy::kCap + (f - sm.chunk_offset[lo])]);
           }
         }
-        unsigned keep = 0;
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)
-          if (p[u] && passes(p[u])) keep |= 1u << u;
-        // The loop bound is block-uniform, so every lane of the warp is here.
-        const int mine = __popc(keep);
-        const int lane = (int)(threadIdx.x & 31u);
-        int incl = mine;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-          const int y = __shfl_up_sync(kFullMask, incl, o);
-          if (lane >= o) incl += y;
-        }
-        const int warp_total = __shfl_sync(kFullMask, incl, 31);
-        int warp_base = 0;
-        if (lane == 31 && warp_total) warp_base = atomicAdd(&sm.count, warp_total);
-        int pos = __shfl_sync(kFullMask, warp_base, 31) + incl - mine;
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          if (keep & (1u << u)) {
-            if (pos < Policy::kMergeCap) sm.cand[pos] = p[u];
-            ++pos;
-          }
+          if (p[u]) consider(p[u]);
       }
     } else {
       const int64_t total_slots = (int64_t)a.chunks * Policy::kCap;
@@ -434,6 +410,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   };
   if (use_list) {
     load_candidates();
+    TS_MERGE_MARK(9);
     // Too many for shared memory (a top-k row over many chunks): the k-th key
     // of the kMergeCap candidates that did fit is a valid lower bound for the
     // row's k-th key, so reload above it.

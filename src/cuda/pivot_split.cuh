@@ -68,13 +68,10 @@ __device__ __forceinline__ int64_t next_item(uint32_t* counter, int64_t& slot) {
 // global writes are visible.
 template <class Policy>
 __device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
-  __threadfence();
   __syncthreads();
-  if (threadIdx.x == 0) flag = atomicAdd(ticket, 1u) == (uint32_t)(chunks - 1);
+  if (threadIdx.x == 0) flag = ticket_arrive(ticket) == (uint32_t)(chunks - 1);
   __syncthreads();
-  const bool last = flag;
-  if (last) __threadfence();
-  return last;
+  return flag;
 }
 
 template <class T, class Policy>
