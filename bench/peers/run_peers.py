@@ -74,6 +74,14 @@ def parse_args(argv=None):
 
 
 def git_commit():
+    # The caller's label first: the device copy's .git can be stale (a run
+    # labelled c6e6c30-dirty was of b5a0e7d), so scripts/device-run.sh and
+    # the lead pass the commit in TOKENSIFT_COMMIT or .commit.
+    if os.environ.get("TOKENSIFT_COMMIT"):
+        return os.environ["TOKENSIFT_COMMIT"]
+    label = os.path.join(REPO, ".commit")
+    if os.path.exists(label):
+        return open(label).read().strip() or "unknown"
     try:
         sha = subprocess.run(["git", "-C", REPO, "rev-parse", "HEAD"], capture_output=True,
                              text=True, check=True).stdout.strip()
