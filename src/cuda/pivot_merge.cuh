@@ -94,7 +94,6 @@ struct MergeSmem {
   ThresholdSmem<Policy::kThreads> thresh;
   RowStats stats;
   WarpListResult wres;
-  uint64_t wlist[Policy::kWarpList];  // top-p rows' first try on one warp
   double dval;
   uint64_t uval;
   int count;
@@ -438,11 +437,13 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     int n = sm.count;
     uint64_t bound = next;
     bool whole = complete;
-    // Keeps the candidates of sm.cand[0, n) whose key is at least a threshold
-    // with between `need` and `cap` of them above it (more on exact ties),
-    // writing them to dst[] (may be sm.cand itself) up to dst_cap; returns how
-    // many it kept and leaves the best dropped candidate in sm.uval.
-    auto preselect = [&](int need, int cap, uint64_t* dst, int dst_cap) -> int {
+    // Pre-select: when a top-k or top-p row has many candidates, keep only
+    // the top few hundred by key before sorting; what is dropped just lowers
+    // the point down to which the list is exact (`bound`).
+    // Top-k rows with k < kWarpList keep at most kWarpList, for the one-warp finish.
+    const bool to_warp = cfg.k_active && !cfg.m_active && cfg.top_k < Policy::kWarpList && n > Policy::kWarpList;
+    if (to_warp ||
+        (n > Policy::kPreselect && !cfg.m_active && (!cfg.k_active || cfg.top_k <= Policy::kPreselect / 2))) {
       constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
       uint64_t v[kSlots];
 #pragma unroll
@@ -450,7 +451,10 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
         const int i = s2 * Policy::kThreads + threadIdx.x;
         v[s2] = i < n ? sm.cand[i] : 0ull;
       }
-      const ThresholdResult t = block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, cap, 0, sm.thresh);
+      const int need = cfg.k_active ? cfg.top_k : Policy::kPreselect / 4;
+      const ThresholdResult t =
+          block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, to_warp ? Policy::kWarpList : Policy::kPreselect,
+                                                                     0, sm.thresh);
       int mine = 0;
       uint64_t dropped = 0;
 #pragma unroll
@@ -465,51 +469,17 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       __syncthreads();
 #pragma unroll
       for (int s2 = 0; s2 < kSlots; ++s2)
-        if (v[s2] != 0 && packed_key(v[s2]) >= t.key) {
-          if (pos < dst_cap) dst[pos] = v[s2];
-          ++pos;
-        }
+        if (v[s2] != 0 && packed_key(v[s2]) >= t.key) sm.cand[pos++] = v[s2];
       __syncthreads();
       const uint64_t dmax = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(dropped, MaxU64{});
       if (threadIdx.x == 0) sm.uval = dmax;
       __syncthreads();
-      return kept_total;
-    };
-    // Top-p rows without top-k or min-p: most keep a few tokens, so the top
-    // kWarpList candidates go to the one-warp finish first, copied out so that
-    // the whole list is still there for the block path when they fall short.
-    bool warp_decided = false;
-    if (cfg.p_active && !cfg.k_active && !cfg.m_active && n > Policy::kWarpList) {
-      const int nw = preselect(Policy::kWarpList / 2, Policy::kWarpList, sm.wlist, Policy::kWarpList);
-      if (nw <= Policy::kWarpList) {  // more only on exact key ties at the threshold
-        const uint64_t bw = sm.uval > bound ? sm.uval : bound;
-        const bool ww = whole && sm.uval == 0;
-        if (threadIdx.x < 32) {
-          const WarpListResult r = warp_decide_and_race<Policy>(sm.wlist, nw, ww, bw, cfg, zmax, sum, a.chunks);
-          if (threadIdx.x == 0) sm.wres = r;
-        }
-        __syncthreads();
-        wl = sm.wres;
-        warp_decided = wl.decided != 0;
-      }
-    }
-    // Pre-select: when a top-k or top-p row has many candidates, keep only
-    // the top few hundred by key before sorting; what is dropped just lowers
-    // the point down to which the list is exact (`bound`).
-    // Top-k rows with k < kWarpList keep at most kWarpList, for the one-warp finish.
-    const bool to_warp = cfg.k_active && !cfg.m_active && cfg.top_k < Policy::kWarpList && n > Policy::kWarpList;
-    if (!warp_decided &&
-        (to_warp ||
-         (n > Policy::kPreselect && !cfg.m_active && (!cfg.k_active || cfg.top_k <= Policy::kPreselect / 2)))) {
-      const int need = cfg.k_active ? cfg.top_k : Policy::kPreselect / 4;
-      n = preselect(need, to_warp ? Policy::kWarpList : Policy::kPreselect, sm.cand, Policy::kMergeCap);
+      n = kept_total;
       if (sm.uval > bound) bound = sm.uval;
       whole = whole && sm.uval == 0;
     }
     TS_MERGE_MARK(3);
-    if (warp_decided) {
-      d = {true, wl.kept};
-    } else if (n <= Policy::kWarpList && !cfg.m_active) {
+    if (n <= Policy::kWarpList && !cfg.m_active) {
       if (threadIdx.x < 32) {
         const WarpListResult r = warp_decide_and_race<Policy>(sm.cand, n, whole, bound, cfg, zmax, sum, a.chunks);
         if (threadIdx.x == 0) sm.wres = r;
