@@ -13,13 +13,12 @@
 //        -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu -o /tmp/mp && /tmp/mp 16 50 0.9 0
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <random>
-#include <vector>
+#include <cstdlib>
 
 #include "cuda/pivot_kernels.cuh"  // the kernels, instantiated here by launch_pivot
 #include "cuda/pivot_sampler.cu"
+#include "probe_rows.hpp"
 
 using namespace tokensift;
 
@@ -48,69 +47,26 @@ double sm_clock_mhz() {
 int main(int argc, char** argv) {
   const int64_t V = 129280;
   const int B = argc > 1 ? atoi(argv[1]) : 16;
-  const int top_k = argc > 2 ? atoi(argv[2]) : 50;
   const float top_p = argc > 3 ? (float)atof(argv[3]) : 0.9f;
-  const float min_p = argc > 4 ? (float)atof(argv[4]) : 0.0f;
-  std::mt19937_64 gen(1234);
-  std::normal_distribution<float> nd(0.0f, 2.0f);
-  std::uniform_real_distribution<float> ud(8.0f, 15.0f);
-  std::vector<float> h((size_t)B * V);
-  for (int r = 0; r < B; ++r) {
-    for (int64_t i = 0; i < V; ++i) h[(size_t)r * V + i] = nd(gen);
-    for (int j = 0; j < 20; ++j) h[(size_t)r * V + gen() % V] += ud(gen);
-  }
-  float* d;
-  cudaMalloc(&d, h.size() * 4);
-  cudaMemcpy(d, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
-  const size_t ws_bytes = cuda_detail::pivot_workspace_size(1, V);
-  void* ws;
-  cudaMalloc(&ws, ws_bytes);
-  cudaMemset(ws, 0, ws_bytes);
-  int32_t *tok, *kept;
-  cudaMalloc(&tok, 4);
-  cudaMalloc(&kept, 4);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
+  const probe::RowBench rows(probe::anchor_rows(B, V, 2.0f, 20), V);
   SamplingParams p;
-  p.top_k.value = top_k;
+  p.top_k.value = argc > 2 ? atoi(argv[2]) : 50;
   p.top_p.value = top_p;
-  p.min_p.value = min_p;
-  SampleOutputs o;
-  o.tokens = tok;
-  o.kept_counts = kept;
+  p.min_p.value = argc > 4 ? (float)atof(argv[4]) : 0.0f;
   const double mhz = sm_clock_mhz();
-  printf("SM clock %.0f MHz; top_k %d top_p %.3f min_p %.3f\n", mhz, top_k, top_p, min_p);
+  printf("SM clock %.0f MHz; top_k %d top_p %.3f min_p %.3f\n", mhz, p.top_k.value, top_p, p.min_p.value);
   printf("row   kept    call us | chunk  stats  cands    pre decide   race     lp  (us, merging CTA)\n");
   for (int r = 0; r < B; ++r) {
-    LogitsView lv;
-    lv.data = d + (size_t)r * V;
-    lv.rows = 1;
-    lv.vocab = V;
-    lv.row_stride = V;
-    std::vector<float> t;
-    for (int rep = 0; rep < 7; ++rep) {
-      cudaEventRecord(e0);
-      cuda_detail::launch_pivot(lv, p, o, ws, 0);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      t.push_back(ms * 1000);
-    }
-    std::sort(t.begin(), t.end());
+    const float call_us = rows.median_us(r, p);
     long long zero[12] = {}, tr[12];
     cudaMemcpyToSymbol(cuda_detail::merge_trace, zero, sizeof zero);
-    cuda_detail::launch_pivot(lv, p, o, ws, 0);
-    cudaDeviceSynchronize();
+    const int32_t k = rows.call(r, p);
     cudaMemcpyFromSymbol(tr, cuda_detail::merge_trace, sizeof tr);
-    int32_t k;
-    cudaMemcpy(&k, kept, 4, cudaMemcpyDeviceToHost);
     auto us = [&](long long c) { return (double)c / mhz; };
     // Stages that did not run (a row decided early, or sent to the fallback)
     // keep the previous stamp's time and show 0.
     long long prev = tr[0];
-    printf("%3d %6d %10.1f | %6.2f", r, k, t[3], us(tr[7]));
+    printf("%3d %6d %10.1f | %6.2f", r, k, call_us, us(tr[7]));
     for (int s = 1; s <= 6; ++s) {
       const long long cur = tr[s] ? tr[s] : prev;
       printf(" %6.2f", us(cur - prev));

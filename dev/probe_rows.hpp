@@ -1,0 +1,95 @@
+// Shared by the row-by-row dev probes (merge_probe.cu, fallback_probe.cu):
+// the anchors' rows on the device and a median timing of one-row calls of the
+// pivot sampler.  Include after "cuda/pivot_sampler.cu".
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+namespace probe {
+
+// B rows of N(0, sigma^2) logits, `boosted` tokens of each raised by +8..+15.
+inline std::vector<float> anchor_rows(int B, int64_t V, float sigma, int boosted) {
+  std::mt19937_64 gen(1234);
+  std::normal_distribution<float> nd(0.0f, sigma);
+  std::uniform_real_distribution<float> ud(8.0f, 15.0f);
+  std::vector<float> h((size_t)B * V);
+  for (int r = 0; r < B; ++r) {
+    for (int64_t i = 0; i < V; ++i) h[(size_t)r * V + i] = nd(gen);
+    for (int j = 0; j < boosted; ++j) h[(size_t)r * V + gen() % V] += ud(gen);
+  }
+  return h;
+}
+
+// The rows on the device, a one-row workspace and outputs, two events.
+struct RowBench {
+  int64_t vocab;
+  float* logits = nullptr;
+  void* workspace = nullptr;
+  int32_t* token = nullptr;
+  int32_t* kept = nullptr;
+  cudaEvent_t e0{}, e1{};
+
+  RowBench(const std::vector<float>& h, int64_t V) : vocab(V) {
+    cudaMalloc(&logits, h.size() * 4);
+    cudaMemcpy(logits, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
+    const size_t ws_bytes = tokensift::cuda_detail::pivot_workspace_size(1, V);
+    cudaMalloc(&workspace, ws_bytes);
+    cudaMemset(workspace, 0, ws_bytes);
+    cudaMalloc(&token, 4);
+    cudaMalloc(&kept, 4);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+  }
+
+  tokensift::SampleOutputs outputs() const {
+    tokensift::SampleOutputs o;
+    o.tokens = token;
+    o.kept_counts = kept;
+    return o;
+  }
+
+  tokensift::LogitsView row(int r) const {
+    tokensift::LogitsView lv;
+    lv.data = logits + (size_t)r * vocab;
+    lv.rows = 1;
+    lv.vocab = vocab;
+    lv.row_stride = vocab;
+    return lv;
+  }
+
+  // The kept count of the last call.
+  int32_t last_kept() const {
+    int32_t k = 0;
+    cudaMemcpy(&k, kept, 4, cudaMemcpyDeviceToHost);
+    return k;
+  }
+
+  // One untimed call (for traces); the kept count it produced.
+  int32_t call(int r, const tokensift::SamplingParams& p) const {
+    tokensift::cuda_detail::launch_pivot(row(r), p, outputs(), workspace, 0);
+    cudaDeviceSynchronize();
+    return last_kept();
+  }
+
+  // Median of `reps` timed calls on row r, in microseconds.
+  float median_us(int r, const tokensift::SamplingParams& p, int reps = 7) const {
+    std::vector<float> t;
+    for (int rep = 0; rep < reps; ++rep) {
+      cudaEventRecord(e0);
+      tokensift::cuda_detail::launch_pivot(row(r), p, outputs(), workspace, 0);
+      cudaEventRecord(e1);
+      cudaEventSynchronize(e1);
+      float ms;
+      cudaEventElapsedTime(&ms, e0, e1);
+      t.push_back(ms * 1000);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+}  // namespace probe
