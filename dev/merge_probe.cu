@@ -72,8 +72,8 @@ int main(int argc, char** argv) {
       printf(" %6.2f", us(cur - prev));
       prev = cur;
     }
-    // Inside "cands": the emitted-count scan, then the first candidate load.
-    if (tr[8] && tr[9]) printf(" | scan %5.2f load %5.2f", us(tr[8] - tr[1]), us(tr[9] - tr[8]));
+    // Inside "cands": the chunks' emitted counts, then the first candidate load.
+    if (tr[8] && tr[9]) printf(" | counts %5.2f load %5.2f", us(tr[8] - tr[1]), us(tr[9] - tr[8]));
     printf("\n");
   }
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));

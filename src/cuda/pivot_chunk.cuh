@@ -72,7 +72,32 @@ struct ChunkSmem {
   unsigned long long best;
   uint32_t bar_key;  // plain rows: order key of the chunk max's race score
   int emit_count;  // slots of the fast emission
+  float guess;     // the Gaussian pivot guess, derived once (rows without min-p)
 };
+
+// The Gaussian pivot guess for an emission window [n, cap] of the chunk's
+// eligible tokens.  It aims at the window's middle: geometric for top-k rows
+// (whose window [k, kCap] spans a wide ratio), arithmetic for the others.  A
+// count has a Poisson spread of sqrt(e) plus the sample's error in mean and
+// sigma; aiming low (at 1.15 k) missed about one chunk in five, each miss a
+// radix select (Nsight Compute, perf-notes v10).
+__device__ __forceinline__ float gaussian_guess(const ChunkStats& st, bool top_k, int n, int cap) {
+  const float mean = st.nsample ? st.sum / (float)st.nsample : 0.0f;
+  const float var = st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
+  const float e = top_k ? sqrtf((float)n * (float)cap) : 0.5f * (float)(n + cap);
+  return mean + sqrtf(var) * normcdfinvf(1.0f - e / (float)st.eligible);
+}
+
+// Emission window [n, cap] of a row without min-p (min-p rows narrow n once
+// their local min-p count is known).
+template <class Policy>
+__device__ __forceinline__ int emit_floor(const RowConfig& cfg) {
+  return cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
+}
+template <class Policy>
+__device__ __forceinline__ int emit_cap(const RowConfig& cfg) {
+  return cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;
+}
 
 // Loads this thread's kItems logits (-inf past the end of the row).  Item j = i * kVec + v sits at
 // begin + (i * kThreads + tid) * kVec + v: 16-byte vectors, coalesced.
@@ -246,7 +271,15 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   }
   {
     ChunkStats r = typename ChunkSmem<Policy>::Reduce(sm.temp.reduce).Reduce(st, ChunkStatsOp{});
-    if (threadIdx.x == 0) sm.stats = r;
+    if (threadIdx.x == 0) {
+      sm.stats = r;
+      // Rows without min-p know their window now, so one thread derives the
+      // guess: when every warp repeated normcdfinvf it was ~4 % of the
+      // phase's instructions (Nsight Compute at B = 1024, perf-notes v15).
+      const int n0 = min(emit_floor<Policy>(cfg), r.eligible);
+      if (sampling && !cfg.m_active && (cfg.k_active || cfg.p_active) && n0 < r.eligible)
+        sm.guess = gaussian_guess(r, cfg.k_active, n0, emit_cap<Policy>(cfg));
+    }
     __syncthreads();
   }
   const ChunkStats stats = sm.stats;
@@ -371,8 +404,8 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     }
     cnt = block_sum_int<Policy::kThreads>(active, sm.thresh);
   }
-  int n = cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
-  const int cap = cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;  // emit between n and cap
+  int n = emit_floor<Policy>(cfg);
+  const int cap = emit_cap<Policy>(cfg);  // emit between n and cap
   if (cfg.m_active && cnt <= cap) n = cnt;  // the whole local min-p set fits
   n = min(n, cnt);
 
@@ -385,13 +418,8 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   const float mean = stats.nsample ? stats.sum / (float)stats.nsample : 0.0f;
   const float var = stats.nsample ? stats.sumsq / (float)stats.nsample - mean * mean : 0.0f;
   if (!fast && var > 0.0f && cnt == stats.eligible) {
-    // Aim at the window's middle: geometric for top-k rows (whose window
-    // [k, kCap] spans a wide ratio), arithmetic for the others.  A count
-    // has a Poisson spread of sqrt(e) plus the sample's error in mean and
-    // sigma; aiming low (at 1.15 k) missed about one chunk in five, each
-    // miss a radix select (Nsight Compute, perf-notes v10).
-    const float e = cfg.k_active ? sqrtf((float)n * (float)cap) : 0.5f * (float)(n + cap);
-    const float g = mean + sqrtf(var) * normcdfinvf(1.0f - e / (float)stats.eligible);
+    // Without min-p, n and cap are the window thread 0 used (fast <=> n >= cnt).
+    const float g = cfg.m_active ? gaussian_guess(stats, cfg.k_active, n, cap) : sm.guess;
     if (g > -3.4028235e38f && g < kInf) {
       int c = 0;
 #pragma unroll

@@ -90,7 +90,7 @@ struct MergeSmem {
     typename ScanF64::TempStorage scan;
   } temp;
   uint64_t cand[Policy::kMergeCap];
-  int chunk_offset[Policy::kMaxMergeChunks];
+  int chunk_emitted[Policy::kMaxMergeChunks];
   ThresholdSmem<Policy::kThreads> thresh;
   RowStats stats;
   WarpListResult wres;
@@ -354,14 +354,8 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   // ---- 1. the chunks' candidates ----
   const uint32_t lb = cfg.m_active ? 0u : rs.lb;
   const bool small_s = a.chunks <= Policy::kMaxMergeChunks;
-  if (small_s) {  // exclusive prefix of the chunks' emitted counts, in shared memory
-    int em = 0;
-    if (threadIdx.x < a.chunks) em = load_cg(&sum[threadIdx.x].emitted);
-    int off;
-    __syncthreads();
-    typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(em, off);
-    if (threadIdx.x < a.chunks) sm.chunk_offset[threadIdx.x] = off;
-  }
+  if (small_s && threadIdx.x < a.chunks)  // the chunks' emitted counts, in shared memory
+    sm.chunk_emitted[threadIdx.x] = load_cg(&sum[threadIdx.x].emitted);
   __syncthreads();
   TS_MERGE_MARK(8);
   bool use_list = rs.emitted <= Policy::kMergeCap * 4;
@@ -377,23 +371,20 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       if (at < Policy::kMergeCap) sm.cand[at] = p;
     };
     if (small_s) {
-      // Only real candidates, kUnroll independent loads in flight per thread.
+      // Slot walk: thread t owns slot e = t % kCap of chunks t / kCap,
+      // t / kCap + kChunksPerPass, ...; a slot is real when e is below its
+      // chunk's emitted count (shared memory), so the kUnroll loads of a
+      // round are independent and need no search for their chunk.
       constexpr int kUnroll = Policy::kMergeLoadUnroll;
-      for (int base = 0; base < rs.emitted; base += Policy::kThreads * kUnroll) {
+      constexpr int kChunksPerPass = Policy::kThreads / Policy::kCap;
+      static_assert(Policy::kThreads % Policy::kCap == 0, "a pass covers whole chunks");
+      const int e = (int)(threadIdx.x % Policy::kCap);
+      for (int c0 = (int)(threadIdx.x / Policy::kCap); c0 < a.chunks; c0 += kChunksPerPass * kUnroll) {
         uint64_t p[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          const int f = base + u * Policy::kThreads + threadIdx.x;
-          p[u] = 0;
-          if (f < rs.emitted) {
-            int lo = 0, hi = a.chunks - 1;  // last chunk whose offset <= f
-            while (lo < hi) {
-              const int mid = (lo + hi + 1) >> 1;
-              if (sm.chunk_offset[mid] <= f) lo = mid;
-              else hi = mid - 1;
-            }
-            p[u] = load_cg(&cands[(int64_t)lo * Policy::kCap + (f - sm.chunk_offset[lo])]);
-          }
+          const int c = c0 + u * kChunksPerPass;
+          p[u] = c < a.chunks && e < sm.chunk_emitted[c] ? load_cg(&cands[(int64_t)c * Policy::kCap + e]) : 0ull;
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)

@@ -29,10 +29,10 @@ struct PivotPolicy {
   static constexpr int kTopPEmit = 32;        // top-p / min-p rows: emit between kTopPEmit
   static constexpr int kTopPEmitMax = 64;     //   and kTopPEmitMax candidates
   static constexpr int kMergeCap = 4096;      // most candidates the merge holds in shared memory
-  static constexpr int kMergeLoadUnroll = 4;  // candidate loads in flight per thread in the merge (8 measured no faster)
+  static constexpr int kMergeLoadUnroll = 8;  // candidate loads in flight per thread in the merge's slot walk
   static constexpr int kPreselect = 256;      // above this many, the merge keeps only the top ones before sorting
   static constexpr int kWarpList = 64;        // lists this short are decided and raced by one warp (top-k < this)
-  static constexpr int kMaxMergeChunks = 256; // chunk offsets cached in shared memory (V <= 1M); one per thread
+  static constexpr int kMaxMergeChunks = 256; // chunks' emitted counts cached in shared memory (V <= 1M); one per thread
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest
   static constexpr int kFbBinsPerUnit = 64;   //   each 1/64 of a logit unit wide (grid depth ~32)
