@@ -61,7 +61,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 
 template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream) {
-  const dim3 grid(blocks), block(PivotPolicy::kThreads), split_grid((unsigned)PivotPolicy::kSplitCtas);
+  // The split launches never have more items than the call has chunks: a
+  // small batch gets a small grid (1,024 CTAs that find no item still cost a
+  // launch's worth of scheduling and one contended atomic each).
+  const unsigned split_ctas = blocks < (unsigned)PivotPolicy::kSplitCtas ? blocks : (unsigned)PivotPolicy::kSplitCtas;
+  const dim3 grid(blocks), block(PivotPolicy::kThreads), split_grid(split_ctas);
   pivot_sample_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
   if (may_split) {
     split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
