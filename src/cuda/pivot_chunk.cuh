@@ -149,6 +149,26 @@ __device__ __forceinline__ int32_t item_index(int32_t begin, int j) {
   return begin + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec);
 }
 
+// Dev builds only (dev/merge_probe.cu): thread 0 of each chunk CTA of a
+// one-row call stamps clock64() at the chunk's stages into chunk_trace[chunk]
+// (0 entry, 1 loads and parameters in, 2 stats reduced, 3 pivot chosen,
+// 4 chunk phase done, 5 ticket taken), its entry %globaltimer into
+// chunk_start_ns (SM clocks are not aligned) and whether it merged.
+#ifdef TOKENSIFT_MERGE_TRACE
+constexpr int kTraceChunks = 128;
+__device__ long long chunk_trace[kTraceChunks][6];
+__device__ unsigned long long chunk_start_ns[kTraceChunks];
+__device__ int chunk_merged[kTraceChunks];
+#define TS_CHUNK_MARK(i)                                                      \
+  do {                                                                        \
+    if (threadIdx.x == 0 && blockIdx.x < kTraceChunks) chunk_trace[blockIdx.x][i] = clock64(); \
+  } while (0)
+#else
+#define TS_CHUNK_MARK(i) \
+  do {                   \
+  } while (0)
+#endif
+
 struct ChunkEmission {
   uint32_t prefix;  // {key >= prefix} holds the emitted tokens (0: all active ones)
   int emitted;
@@ -283,6 +303,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     __syncthreads();
   }
   const ChunkStats stats = sm.stats;
+  TS_CHUNK_MARK(2);
   const bool bad = !(stats.xmax < kInf);  // NaN or +inf
   ChunkSummary out{};
   out.bad = bad;
@@ -433,6 +454,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
       }
     }
   }
+  TS_CHUNK_MARK(3);
   ChunkEmission em;
   if (fast) {
     // {x >= pivot} is {key >= order_key(pivot)}: an upper set.  One slot
