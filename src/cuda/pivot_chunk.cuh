@@ -295,7 +295,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
       sm.stats = r;
       // Rows without min-p know their window now, so one thread derives the
       // guess: when every warp repeated normcdfinvf it was ~4 % of the
-      // phase's instructions (Nsight Compute at B = 1024, perf-notes v15).
+      // phase's instructions (Nsight Compute at B = 1024, perf-notes v15b).
       const int n0 = min(emit_floor<Policy>(cfg), r.eligible);
       if (sampling && !cfg.m_active && (cfg.k_active || cfg.p_active) && n0 < r.eligible)
         sm.guess = gaussian_guess(r, cfg.k_active, n0, emit_cap<Policy>(cfg));
