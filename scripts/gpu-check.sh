@@ -104,13 +104,15 @@ if has profile; then
 fi
 
 if has kernels; then
-  # Every kernel of a few calls with its duration (Nsight Compute serializes
-  # launches and flushes caches, so these are cold, one-at-a-time times):
-  # which launch of a call costs what, e.g. the split launches of p0.9 calls.
+  # The sampler's kernels (pivot, split, greedy) of a few calls with their
+  # durations (Nsight Compute serializes launches and flushes caches, so
+  # these are cold, one-at-a-time times): which launch of a call costs what,
+  # e.g. the split launches of p0.9 calls.
   log kernels
   for spec in ${KERNEL_SPECS:-1:k50 64:p0.9 256:p0.9}; do
     b=${spec%%:*}; c=${spec#*:}
-    timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --launch-skip 12 --launch-count 12 \
+    timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum -k 'regex:pivot_|split_|greedy_' \
+      --launch-skip 6 --launch-count 12 \
       $BUILD/bench/sampler_bench --out /dev/null --vocabs 129280 --batches $b --dists outlier_head --algos pivot \
       --dtypes fp32 --cases $c --reps 3 >"$OUT/kernels-b$b-$c.log" 2>&1
     echo "-- B=$b $c (rc=$?)"
