@@ -66,6 +66,14 @@ struct RowStatsOp {
   }
 };
 
+// A chunk's share of W = sum over the row's eligible tokens of exp(z - zmax),
+// from its summary (written by another CTA of this launch, hence load_cg).
+// The block and the one-warp decisions both sum these terms.
+__device__ __forceinline__ double chunk_mass_term(const ChunkSummary& s, float zmax) {
+  if (load_cg(&s.eligible) == 0) return 0.0;
+  return load_cg(&s.mass) * exp((double)load_cg(&s.zloc) - (double)zmax);
+}
+
 struct WarpListResult {
   int decided;
   int kept;
@@ -254,8 +262,7 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
     } else {  // W from the chunks' partial sums
       double w = 0;
       for (int c = lane; c < chunks; c += 32) {
-        if (load_cg(&sum[c].eligible) == 0) continue;
-        w += load_cg(&sum[c].mass) * exp((double)load_cg(&sum[c].zloc) - (double)zmax);
+        w += chunk_mass_term(sum[c], zmax);
       }
       w_total = warp_sum(w);
       limit = valid_prefix;
@@ -330,8 +337,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   auto chunk_mass = [&]() -> double {
     double w = 0;
     for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
-      if (load_cg(&sum[c].eligible) == 0) continue;
-      w += load_cg(&sum[c].mass) * exp((double)load_cg(&sum[c].zloc) - (double)zmax);
+      w += chunk_mass_term(sum[c], zmax);
     }
     __syncthreads();
     const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
