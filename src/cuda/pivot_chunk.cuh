@@ -81,11 +81,29 @@ struct ChunkSmem {
 // count has a Poisson spread of sqrt(e) plus the sample's error in mean and
 // sigma; aiming low (at 1.15 k) missed about one chunk in five, each miss a
 // radix select (Nsight Compute, perf-notes v10).
+__device__ __forceinline__ float guess_aim(bool top_k, int n, int cap) {
+  return top_k ? sqrtf((float)n * (float)cap) : 0.5f * (float)(n + cap);
+}
 __device__ __forceinline__ float gaussian_guess(const ChunkStats& st, bool top_k, int n, int cap) {
   const float mean = st.nsample ? st.sum / (float)st.nsample : 0.0f;
   const float var = st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
-  const float e = top_k ? sqrtf((float)n * (float)cap) : 0.5f * (float)(n + cap);
-  return mean + sqrtf(var) * normcdfinvf(1.0f - e / (float)st.eligible);
+  return mean + sqrtf(var) * normcdfinvf(1.0f - guess_aim(top_k, n, cap) / (float)st.eligible);
+}
+
+// A second aim after a guess g counted c tokens outside the window: the
+// Gaussian quantile that c says g sits at, moved to the window's quantile
+// (the fit's sigma is the local scale).  A miss is mostly the sample's error
+// in the mean and sigma, which this corrects, so one retry usually lands; it
+// costs a count and a block sum (~0.2 us at B = 1) where the radix select
+// costs ~2.5 (merge probe, perf-notes v17).  Block-uniform inputs, so every
+// thread gets the same bits.
+__device__ __forceinline__ float gaussian_reguess(const ChunkStats& st, float g, int c, bool top_k, int n,
+                                                  int cap) {
+  const float mean = st.nsample ? st.sum / (float)st.nsample : 0.0f;
+  const float var = st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
+  const float elig = (float)st.eligible;
+  const float q = fminf(fmaxf((float)c, 0.5f), elig - 0.5f) / elig;
+  return g + sqrtf(var) * (normcdfinvf(1.0f - guess_aim(top_k, n, cap) / elig) - normcdfinvf(1.0f - q));
 }
 
 // Emission window [n, cap] of a row without min-p (min-p rows narrow n once
@@ -438,20 +456,26 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   int mine = -1;  // this thread's tokens >= pivot, once counted
   const float mean = stats.nsample ? stats.sum / (float)stats.nsample : 0.0f;
   const float var = stats.nsample ? stats.sumsq / (float)stats.nsample - mean * mean : 0.0f;
-  if (!fast && var > 0.0f && cnt == stats.eligible) {
+  if (!fast && var > 0.0f) {
     // Without min-p, n and cap are the window thread 0 used (fast <=> n >= cnt).
-    const float g = cfg.m_active ? gaussian_guess(stats, cfg.k_active, n, cap) : sm.guess;
-    if (g > -3.4028235e38f && g < kInf) {
-      int c = 0;
+    // With min-p (cnt > cap here) the window's tokens are the top of the
+    // eligible ones, so the guess over all of them applies; a guess below the
+    // local min-p cut counts all cnt and misses.
+    float g = cfg.m_active ? gaussian_guess(stats, cfg.k_active, n, cap) : sm.guess;
+    for (int attempt = 0; attempt <= Policy::kGuessRetries; ++attempt) {
+      if (!(g > -3.4028235e38f && g < kInf)) break;
+      int my = 0;
 #pragma unroll
-      for (int j = 0; j < kItems; ++j) c += x[j] >= g;
-      mine = c;
-      c = block_sum_int<Policy::kThreads>(c, sm.thresh);
+      for (int j = 0; j < kItems; ++j) my += x[j] >= g;
+      const int c = block_sum_int<Policy::kThreads>(my, sm.thresh);
       if (c >= n && c <= cap) {
         fast = true;
         pivot = g;
         count = c;
+        mine = my;
+        break;
       }
+      if (attempt < Policy::kGuessRetries) g = gaussian_reguess(stats, g, c, cfg.k_active, n, cap);
     }
   }
   TS_CHUNK_MARK(3);

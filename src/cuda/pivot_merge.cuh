@@ -377,20 +377,28 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       if (at < Policy::kMergeCap) sm.cand[at] = p;
     };
     if (small_s) {
-      // Slot walk: thread t owns slot e = t % kCap of chunks t / kCap,
-      // t / kCap + kChunksPerPass, ...; a slot is real when e is below its
-      // chunk's emitted count (shared memory), so the kUnroll loads of a
-      // round are independent and need no search for their chunk.
+      // Slot walk: warp w owns chunks w, w + kWarps, ...; lane l loads slot
+      // 32 s + l of each, for s below the warp's largest emitted count / 32,
+      // walking slot rows first (s = 0 of every chunk, then s = 1, ...) so
+      // that chunks emitting <= 64 (top-p and min-p rows) finish in one round
+      // of kUnroll independent loads.  A slot is real when it is below its
+      // chunk's emitted count (shared memory): no search for its chunk.
       constexpr int kUnroll = Policy::kMergeLoadUnroll;
-      constexpr int kChunksPerPass = Policy::kThreads / Policy::kCap;
-      static_assert(Policy::kThreads % Policy::kCap == 0, "a pass covers whole chunks");
-      const int e = (int)(threadIdx.x % Policy::kCap);
-      for (int c0 = (int)(threadIdx.x / Policy::kCap); c0 < a.chunks; c0 += kChunksPerPass * kUnroll) {
+      constexpr int kWarps = Policy::kThreads / 32;
+      static_assert(Policy::kCap % 32 == 0 && Policy::kMaxMergeChunks <= 32 * kWarps, "a lane per chunk of its warp");
+      const int warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
+      const int cpw = warp < a.chunks ? (a.chunks - warp + kWarps - 1) / kWarps : 0;  // chunks of this warp
+      const int most = __reduce_max_sync(0xffffffffu, lane < cpw ? sm.chunk_emitted[warp + kWarps * lane] : 0);
+      const int pairs = cpw * ((most + 31) / 32);  // (slot row, chunk) pairs, slot rows first
+      for (int i0 = 0; i0 < pairs; i0 += kUnroll) {
         uint64_t p[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          const int c = c0 + u * kChunksPerPass;
-          p[u] = c < a.chunks && e < sm.chunk_emitted[c] ? load_cg(&cands[(int64_t)c * Policy::kCap + e]) : 0ull;
+          const int i = i0 + u;
+          const int srow = i / max(cpw, 1);
+          const int c = warp + kWarps * (i - srow * cpw);
+          const int e = 32 * srow + lane;
+          p[u] = i < pairs && e < sm.chunk_emitted[c] ? load_cg(&cands[(int64_t)c * Policy::kCap + e]) : 0ull;
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)

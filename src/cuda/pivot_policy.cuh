@@ -19,12 +19,13 @@ struct PivotPolicy {
   static constexpr int kMinBlocksPerSm = 4;   // caps registers at 64 so 4 CTAs (64 KB of loads) fit per SM
   static constexpr int kItems = TOKENSIFT_PIVOT_ITEMS;  // logits per thread in the chunk phase
   static constexpr int kChunk = kThreads * kItems;      // 4096 logits per CTA by default
-  static constexpr int kStatSample = 4;
+  static constexpr int kStatSample = 4;       // items per thread in the Gaussian guess's sample
   // Plain rows' race: a token's exact score is skipped when its cheap bound is
   // this far below the bar (the fast log errs by < 1e-5 here), for |z| below
   // kRaceSkipMaxAbsZ (where float rounding of z - ln stays < 1e-4).
   static constexpr float kRaceSkipMargin = 0.01f;
-  static constexpr float kRaceSkipMaxAbsZ = 1000.0f;       // items per thread in the Gaussian guess's sample
+  static constexpr float kRaceSkipMaxAbsZ = 1000.0f;
+  static constexpr int kGuessRetries = 1;     // re-aimed Gaussian guesses before a chunk's radix select
   static constexpr int kCap = 128;            // most candidates a chunk emits (top-k rows)
   static constexpr int kTopPEmit = 32;        // top-p / min-p rows: emit between kTopPEmit
   static constexpr int kTopPEmitMax = 64;     //   and kTopPEmitMax candidates
