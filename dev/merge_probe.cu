@@ -8,13 +8,19 @@
 //   cands  candidates loaded (and reloaded)           pre    pre-selection
 //   decide sort, scans, decision                      race   race over the kept set
 //   lp     log-prob
+// For the first two rows, also the row's chunk CTAs: when each started
+// (%globaltimer, after the first) and how long each stage of its chunk phase
+// took (load and parameters, stats, pivot selection, emission, ticket), as
+// min / median / max over the chunks and for the CTA that merged.
 // Arguments: rows top_k top_p min_p (defaults 16 50 0.9 0).  Build and run on the device:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
 //        -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu -o /tmp/mp && /tmp/mp 16 50 0.9 0
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "cuda/pivot_kernels.cuh"  // the kernels, instantiated here by launch_pivot
 #include "cuda/pivot_sampler.cu"
@@ -42,6 +48,32 @@ double sm_clock_mhz() {
   float ms;
   cudaEventElapsedTime(&ms, e0, e1);
   return (double)cycles / (ms * 1e3);
+}
+
+// The chunk CTAs of the last traced call: entry skew (globaltimer) and each
+// stage's duration, min / median / max over the chunks and the merging CTA's.
+void print_chunk_stages(double mhz) {
+  const int n = (int)std::min<int64_t>(cuda_detail::pivot_chunks(129280), cuda_detail::kTraceChunks);
+  long long tr[cuda_detail::kTraceChunks][6];
+  unsigned long long ns[cuda_detail::kTraceChunks];
+  int merged[cuda_detail::kTraceChunks];
+  cudaMemcpyFromSymbol(tr, cuda_detail::chunk_trace, sizeof tr);
+  cudaMemcpyFromSymbol(ns, cuda_detail::chunk_start_ns, sizeof ns);
+  cudaMemcpyFromSymbol(merged, cuda_detail::chunk_merged, sizeof merged);
+  const unsigned long long ns0 = *std::min_element(ns, ns + n);
+  const char* names[6] = {"start", "load+cfg", "stats", "select", "emit", "ticket"};
+  printf("      chunk CTAs (us)   min    med    max  merging\n");
+  int m = 0;
+  for (int c = 0; c < n; ++c)
+    if (merged[c]) m = c;
+  for (int s = 0; s < 6; ++s) {
+    std::vector<double> v(n);
+    for (int c = 0; c < n; ++c)
+      v[c] = s == 0 ? (double)(ns[c] - ns0) / 1e3 : (double)(tr[c][s] - tr[c][s - 1]) / mhz;
+    const double mine = v[m];
+    std::sort(v.begin(), v.end());
+    printf("      %-10s     %6.2f %6.2f %6.2f %6.2f\n", names[s], v[0], v[n / 2], v[n - 1], mine);
+  }
 }
 
 int main(int argc, char** argv) {
@@ -72,9 +104,10 @@ int main(int argc, char** argv) {
       printf(" %6.2f", us(cur - prev));
       prev = cur;
     }
-    // Inside "cands": the emitted-count scan, then the first candidate load.
-    if (tr[8] && tr[9]) printf(" | scan %5.2f load %5.2f", us(tr[8] - tr[1]), us(tr[9] - tr[8]));
+    // Inside "cands": the chunks' emitted counts, then the first candidate load.
+    if (tr[8] && tr[9]) printf(" | counts %5.2f load %5.2f", us(tr[8] - tr[1]), us(tr[9] - tr[8]));
     printf("\n");
+    if (r < 2) print_chunk_stages(mhz);
   }
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
   return 0;

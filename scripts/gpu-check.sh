@@ -90,7 +90,7 @@ if has profile; then
   log profile
   for spec in ${PROFILE_SPECS:-1:k50 1024:k50 1024:plain}; do
     b=${spec%%:*}; c=${spec#*:}; rep="$OUT/ncu-b$b-$c"
-    timeout 200 ncu --clock-control none --set full --import-source yes -k regex:pivot_sample \
+    timeout 200 ncu --clock-control none --set full --import-source yes -k regex:${PROFILE_KERNEL:-pivot_sample} \
       --launch-skip 2 --launch-count 1 -o "$rep" -f \
       $BUILD/bench/sampler_bench --out /dev/null --vocabs 129280 --batches $b --dists outlier_head --algos pivot \
       --dtypes fp32 --cases $c --reps 3 >"$rep.log" 2>&1

@@ -16,6 +16,8 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "cuda/cuda_utils.cuh"
+
 namespace tokensift::cuda_detail {
 
 struct ThresholdResult {
@@ -40,11 +42,7 @@ struct ThresholdSmem {
 
 template <int kThreads>
 __device__ __forceinline__ int block_sum_int(int v, ThresholdSmem<kThreads>& sm) {
-  __syncthreads();
-  const int r = typename ThresholdSmem<kThreads>::ReduceInt(sm.temp.reduce).Sum(v);
-  if (threadIdx.x == 0) sm.ival = r;
-  __syncthreads();
-  return sm.ival;
+  return block_allreduce(sm.ival, [&] { return typename ThresholdSmem<kThreads>::ReduceInt(sm.temp.reduce).Sum(v); });
 }
 
 // The 32-bit order key of an item: the key itself, or the high half of a

@@ -29,6 +29,19 @@ __device__ __forceinline__ uint32_t ticket_arrive(uint32_t* ticket) {
   return old;
 }
 
+// Every thread gets the block-wide result of `reduce` (a CUB block
+// collective that every thread calls; its value is valid in thread 0), passed
+// on through the shared `slot`.  The barriers before and after make the
+// collective's temp storage and the slot safe to reuse.
+template <class T, class F>
+__device__ __forceinline__ T block_allreduce(T& slot, F&& reduce) {
+  __syncthreads();
+  const T r = reduce();
+  if (threadIdx.x == 0) slot = r;
+  __syncthreads();
+  return slot;
+}
+
 // A token's place in the contract's order as one 64-bit number: larger means
 // earlier (z descending, then index ascending).  Zero is never a real token
 // (the key of -inf is 0x007fffff and ineligible tokens are never packed), so it

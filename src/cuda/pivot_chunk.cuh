@@ -72,7 +72,50 @@ struct ChunkSmem {
   unsigned long long best;
   uint32_t bar_key;  // plain rows: order key of the chunk max's race score
   int emit_count;  // slots of the fast emission
+  float guess;     // the Gaussian pivot guess, derived once (rows without min-p)
 };
+
+// The Gaussian pivot guess for an emission window [n, cap] of the chunk's
+// eligible tokens.  It aims at the window's middle: geometric for top-k rows
+// (whose window [k, kCap] spans a wide ratio), arithmetic for the others.  A
+// count has a Poisson spread of sqrt(e) plus the sample's error in mean and
+// sigma; aiming low (at 1.15 k) missed about one chunk in five, each miss a
+// radix select (Nsight Compute, perf-notes v10).
+__device__ __forceinline__ float guess_aim(bool top_k, int n, int cap) {
+  return top_k ? sqrtf((float)n * (float)cap) : 0.5f * (float)(n + cap);
+}
+__device__ __forceinline__ float gaussian_guess(const ChunkStats& st, bool top_k, int n, int cap) {
+  const float mean = st.nsample ? st.sum / (float)st.nsample : 0.0f;
+  const float var = st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
+  return mean + sqrtf(var) * normcdfinvf(1.0f - guess_aim(top_k, n, cap) / (float)st.eligible);
+}
+
+// A second aim after a guess g counted c tokens outside the window: the
+// Gaussian quantile that c says g sits at, moved to the window's quantile
+// (the fit's sigma is the local scale).  A miss is mostly the sample's error
+// in the mean and sigma, which this corrects, so one retry usually lands; it
+// costs a count and a block sum (~0.2 us at B = 1) where the radix select
+// costs ~2.5 (merge probe, perf-notes v17).  Block-uniform inputs, so every
+// thread gets the same bits.
+__device__ __forceinline__ float gaussian_reguess(const ChunkStats& st, float g, int c, bool top_k, int n,
+                                                  int cap) {
+  const float mean = st.nsample ? st.sum / (float)st.nsample : 0.0f;
+  const float var = st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
+  const float elig = (float)st.eligible;
+  const float q = fminf(fmaxf((float)c, 0.5f), elig - 0.5f) / elig;
+  return g + sqrtf(var) * (normcdfinvf(1.0f - guess_aim(top_k, n, cap) / elig) - normcdfinvf(1.0f - q));
+}
+
+// Emission window [n, cap] of a row without min-p (min-p rows narrow n once
+// their local min-p count is known).
+template <class Policy>
+__device__ __forceinline__ int emit_floor(const RowConfig& cfg) {
+  return cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
+}
+template <class Policy>
+__device__ __forceinline__ int emit_cap(const RowConfig& cfg) {
+  return cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;
+}
 
 // Loads this thread's kItems logits (-inf past the end of the row).  Item j = i * kVec + v sits at
 // begin + (i * kThreads + tid) * kVec + v: 16-byte vectors, coalesced.
@@ -123,6 +166,26 @@ __device__ __forceinline__ int32_t item_index(int32_t begin, int j) {
   constexpr int kVec = 16 / sizeof(T);
   return begin + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec);
 }
+
+// Dev builds only (dev/merge_probe.cu): thread 0 of each chunk CTA of a
+// one-row call stamps clock64() at the chunk's stages into chunk_trace[chunk]
+// (0 entry, 1 loads and parameters in, 2 stats reduced, 3 pivot chosen,
+// 4 chunk phase done, 5 ticket taken), its entry %globaltimer into
+// chunk_start_ns (SM clocks are not aligned) and whether it merged.
+#ifdef TOKENSIFT_MERGE_TRACE
+constexpr int kTraceChunks = 128;
+__device__ long long chunk_trace[kTraceChunks][6];
+__device__ unsigned long long chunk_start_ns[kTraceChunks];
+__device__ int chunk_merged[kTraceChunks];
+#define TS_CHUNK_MARK(i)                                                      \
+  do {                                                                        \
+    if (threadIdx.x == 0 && blockIdx.x < kTraceChunks) chunk_trace[blockIdx.x][i] = clock64(); \
+  } while (0)
+#else
+#define TS_CHUNK_MARK(i) \
+  do {                   \
+  } while (0)
+#endif
 
 struct ChunkEmission {
   uint32_t prefix;  // {key >= prefix} holds the emitted tokens (0: all active ones)
@@ -246,10 +309,19 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   }
   {
     ChunkStats r = typename ChunkSmem<Policy>::Reduce(sm.temp.reduce).Reduce(st, ChunkStatsOp{});
-    if (threadIdx.x == 0) sm.stats = r;
+    if (threadIdx.x == 0) {
+      sm.stats = r;
+      // Rows without min-p know their window now, so one thread derives the
+      // guess: when every warp repeated normcdfinvf it was ~4 % of the
+      // phase's instructions (Nsight Compute at B = 1024, perf-notes v15b).
+      const int n0 = min(emit_floor<Policy>(cfg), r.eligible);
+      if (sampling && !cfg.m_active && (cfg.k_active || cfg.p_active) && n0 < r.eligible)
+        sm.guess = gaussian_guess(r, cfg.k_active, n0, emit_cap<Policy>(cfg));
+    }
     __syncthreads();
   }
   const ChunkStats stats = sm.stats;
+  TS_CHUNK_MARK(2);
   const bool bad = !(stats.xmax < kInf);  // NaN or +inf
   ChunkSummary out{};
   out.bad = bad;
@@ -371,8 +443,8 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     }
     cnt = block_sum_int<Policy::kThreads>(active, sm.thresh);
   }
-  int n = cfg.k_active ? min(cfg.top_k, Policy::kCap) : Policy::kTopPEmit;
-  const int cap = cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;  // emit between n and cap
+  int n = emit_floor<Policy>(cfg);
+  const int cap = emit_cap<Policy>(cfg);  // emit between n and cap
   if (cfg.m_active && cnt <= cap) n = cnt;  // the whole local min-p set fits
   n = min(n, cnt);
 
@@ -384,27 +456,29 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   int mine = -1;  // this thread's tokens >= pivot, once counted
   const float mean = stats.nsample ? stats.sum / (float)stats.nsample : 0.0f;
   const float var = stats.nsample ? stats.sumsq / (float)stats.nsample - mean * mean : 0.0f;
-  if (!fast && var > 0.0f && cnt == stats.eligible) {
-    // Aim at the window's middle: geometric for top-k rows (whose window
-    // [k, kCap] spans a wide ratio), arithmetic for the others.  A count
-    // has a Poisson spread of sqrt(e) plus the sample's error in mean and
-    // sigma; aiming low (at 1.15 k) missed about one chunk in five, each
-    // miss a radix select (Nsight Compute, perf-notes v10).
-    const float e = cfg.k_active ? sqrtf((float)n * (float)cap) : 0.5f * (float)(n + cap);
-    const float g = mean + sqrtf(var) * normcdfinvf(1.0f - e / (float)stats.eligible);
-    if (g > -3.4028235e38f && g < kInf) {
-      int c = 0;
+  if (!fast && var > 0.0f) {
+    // Without min-p, n and cap are the window thread 0 used (fast <=> n >= cnt).
+    // With min-p (cnt > cap here) the window's tokens are the top of the
+    // eligible ones, so the guess over all of them applies; a guess below the
+    // local min-p cut counts all cnt and misses.
+    float g = cfg.m_active ? gaussian_guess(stats, cfg.k_active, n, cap) : sm.guess;
+    for (int attempt = 0; attempt <= Policy::kGuessRetries; ++attempt) {
+      if (!(g > -3.4028235e38f && g < kInf)) break;
+      int my = 0;
 #pragma unroll
-      for (int j = 0; j < kItems; ++j) c += x[j] >= g;
-      mine = c;
-      c = block_sum_int<Policy::kThreads>(c, sm.thresh);
+      for (int j = 0; j < kItems; ++j) my += x[j] >= g;
+      const int c = block_sum_int<Policy::kThreads>(my, sm.thresh);
       if (c >= n && c <= cap) {
         fast = true;
         pivot = g;
         count = c;
+        mine = my;
+        break;
       }
+      if (attempt < Policy::kGuessRetries) g = gaussian_reguess(stats, g, c, cfg.k_active, n, cap);
     }
   }
+  TS_CHUNK_MARK(3);
   ChunkEmission em;
   if (fast) {
     // {x >= pivot} is {key >= order_key(pivot)}: an upper set.  One slot

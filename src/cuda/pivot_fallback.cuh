@@ -122,25 +122,14 @@ struct FallbackRow {
   }
 
   __device__ double block_sum(double v) {
-    __syncthreads();
-    const double s = typename FallbackSmem<Policy>::ReduceF64(sm.temp.f64).Sum(v);
-    if (threadIdx.x == 0) sm.bcast[0] = s;
-    __syncthreads();
-    return sm.bcast[0];
+    return block_allreduce(sm.bcast[0], [&] { return typename FallbackSmem<Policy>::ReduceF64(sm.temp.f64).Sum(v); });
   }
   __device__ uint64_t block_sum_u64(uint64_t v) {
-    __syncthreads();
-    const uint64_t t = typename FallbackSmem<Policy>::ReduceU64(sm.temp.u64).Sum(v);
-    if (threadIdx.x == 0) sm.ubcast[3] = t;
-    __syncthreads();
-    return sm.ubcast[3];
+    return block_allreduce(sm.ubcast[3], [&] { return typename FallbackSmem<Policy>::ReduceU64(sm.temp.u64).Sum(v); });
   }
   __device__ uint64_t block_max(uint64_t v) {
-    __syncthreads();
-    const uint64_t m = typename FallbackSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(v, MaxU64{});
-    if (threadIdx.x == 0) sm.ubcast[0] = m;
-    __syncthreads();
-    return sm.ubcast[0];
+    return block_allreduce(sm.ubcast[0],
+                           [&] { return typename FallbackSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(v, MaxU64{}); });
   }
   __device__ uint64_t race_key(float z, const RowConfig& cfg, uint32_t i) const {
     return pack_order(contract::order_key(contract::race_score(z, cfg.seed, cfg.offset, i)), i);

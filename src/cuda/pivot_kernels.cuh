@@ -30,6 +30,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
 #ifdef TOKENSIFT_MERGE_TRACE
   const long long t_start = clock64();
+  TS_CHUNK_MARK(0);
+  if (threadIdx.x == 0 && blockIdx.x < kTraceChunks) {
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    chunk_start_ns[blockIdx.x] = ns;
+  }
 #endif
   // The logits' loads go out first.  One thread derives the row's parameters
   // under them: the phase is issue-bound at large batches, and work every
@@ -38,15 +44,21 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   load_chunk<T, Policy>(static_cast<const T*>(a.logits) + row * a.row_stride, a.vocab, chunk * Policy::kChunk, x);
   if (threadIdx.x == 0) row_cfg = load_row_config(a.params, row, a.vocab);
   __syncthreads();
+  TS_CHUNK_MARK(1);
   const RowConfig cfg = row_cfg;
 
   pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, x, smem.chunk);
+  TS_CHUNK_MARK(4);
 
   // Last-CTA-done: the barrier orders every thread's stores before thread 0's
   // release-acquire arrival; the last CTA's threads read after the next one.
   __syncthreads();
   if (threadIdx.x == 0) is_last = ticket_arrive(&a.tickets[row]) == (uint32_t)(a.chunks - 1);
   __syncthreads();
+  TS_CHUNK_MARK(5);
+#ifdef TOKENSIFT_MERGE_TRACE
+  if (threadIdx.x == 0 && blockIdx.x < kTraceChunks) chunk_merged[blockIdx.x] = is_last;
+#endif
   if (!is_last) return;
 #ifdef TOKENSIFT_MERGE_TRACE
   if (threadIdx.x == 0) merge_trace[7] = clock64() - t_start;  // this CTA's chunk phase and ticket
@@ -61,7 +73,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 
 template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream) {
-  const dim3 grid(blocks), block(PivotPolicy::kThreads), split_grid((unsigned)PivotPolicy::kSplitCtas);
+  // The split launches never have more items than the call has chunks: a
+  // small batch gets a small grid (1,024 CTAs that find no item still cost a
+  // launch's worth of scheduling and one contended atomic each).
+  const unsigned split_ctas = blocks < (unsigned)PivotPolicy::kSplitCtas ? blocks : (unsigned)PivotPolicy::kSplitCtas;
+  const dim3 grid(blocks), block(PivotPolicy::kThreads), split_grid(split_ctas);
   pivot_sample_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
   if (may_split) {
     split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);

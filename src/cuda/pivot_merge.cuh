@@ -66,6 +66,14 @@ struct RowStatsOp {
   }
 };
 
+// A chunk's share of W = sum over the row's eligible tokens of exp(z - zmax),
+// from its summary (written by another CTA of this launch, hence load_cg).
+// The block and the one-warp decisions both sum these terms.
+__device__ __forceinline__ double chunk_mass_term(const ChunkSummary& s, float zmax) {
+  if (load_cg(&s.eligible) == 0) return 0.0;
+  return load_cg(&s.mass) * exp((double)load_cg(&s.zloc) - (double)zmax);
+}
+
 struct WarpListResult {
   int decided;
   int kept;
@@ -90,7 +98,7 @@ struct MergeSmem {
     typename ScanF64::TempStorage scan;
   } temp;
   uint64_t cand[Policy::kMergeCap];
-  int chunk_offset[Policy::kMaxMergeChunks];
+  int chunk_emitted[Policy::kMaxMergeChunks];
   ThresholdSmem<Policy::kThreads> thresh;
   RowStats stats;
   WarpListResult wres;
@@ -254,8 +262,7 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
     } else {  // W from the chunks' partial sums
       double w = 0;
       for (int c = lane; c < chunks; c += 32) {
-        if (load_cg(&sum[c].eligible) == 0) continue;
-        w += load_cg(&sum[c].mass) * exp((double)load_cg(&sum[c].zloc) - (double)zmax);
+        w += chunk_mass_term(sum[c], zmax);
       }
       w_total = warp_sum(w);
       limit = valid_prefix;
@@ -330,8 +337,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   auto chunk_mass = [&]() -> double {
     double w = 0;
     for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
-      if (load_cg(&sum[c].eligible) == 0) continue;
-      w += load_cg(&sum[c].mass) * exp((double)load_cg(&sum[c].zloc) - (double)zmax);
+      w += chunk_mass_term(sum[c], zmax);
     }
     __syncthreads();
     const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
@@ -354,14 +360,8 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   // ---- 1. the chunks' candidates ----
   const uint32_t lb = cfg.m_active ? 0u : rs.lb;
   const bool small_s = a.chunks <= Policy::kMaxMergeChunks;
-  if (small_s) {  // exclusive prefix of the chunks' emitted counts, in shared memory
-    int em = 0;
-    if (threadIdx.x < a.chunks) em = load_cg(&sum[threadIdx.x].emitted);
-    int off;
-    __syncthreads();
-    typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(em, off);
-    if (threadIdx.x < a.chunks) sm.chunk_offset[threadIdx.x] = off;
-  }
+  if (small_s && threadIdx.x < a.chunks)  // the chunks' emitted counts, in shared memory
+    sm.chunk_emitted[threadIdx.x] = load_cg(&sum[threadIdx.x].emitted);
   __syncthreads();
   TS_MERGE_MARK(8);
   bool use_list = rs.emitted <= Policy::kMergeCap * 4;
@@ -377,23 +377,28 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       if (at < Policy::kMergeCap) sm.cand[at] = p;
     };
     if (small_s) {
-      // Only real candidates, kUnroll independent loads in flight per thread.
+      // Slot walk: warp w owns chunks w, w + kWarps, ...; lane l loads slot
+      // 32 s + l of each, for s below the warp's largest emitted count / 32,
+      // walking slot rows first (s = 0 of every chunk, then s = 1, ...) so
+      // that chunks emitting <= 64 (top-p and min-p rows) finish in one round
+      // of kUnroll independent loads.  A slot is real when it is below its
+      // chunk's emitted count (shared memory): no search for its chunk.
       constexpr int kUnroll = Policy::kMergeLoadUnroll;
-      for (int base = 0; base < rs.emitted; base += Policy::kThreads * kUnroll) {
+      constexpr int kWarps = Policy::kThreads / 32;
+      static_assert(Policy::kCap % 32 == 0 && Policy::kMaxMergeChunks <= 32 * kWarps, "a lane per chunk of its warp");
+      const int warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
+      const int cpw = warp < a.chunks ? (a.chunks - warp + kWarps - 1) / kWarps : 0;  // chunks of this warp
+      const int most = __reduce_max_sync(0xffffffffu, lane < cpw ? sm.chunk_emitted[warp + kWarps * lane] : 0);
+      const int pairs = cpw * ((most + 31) / 32);  // (slot row, chunk) pairs, slot rows first
+      for (int i0 = 0; i0 < pairs; i0 += kUnroll) {
         uint64_t p[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
-          const int f = base + u * Policy::kThreads + threadIdx.x;
-          p[u] = 0;
-          if (f < rs.emitted) {
-            int lo = 0, hi = a.chunks - 1;  // last chunk whose offset <= f
-            while (lo < hi) {
-              const int mid = (lo + hi + 1) >> 1;
-              if (sm.chunk_offset[mid] <= f) lo = mid;
-              else hi = mid - 1;
-            }
-            p[u] = load_cg(&cands[(int64_t)lo * Policy::kCap + (f - sm.chunk_offset[lo])]);
-          }
+          const int i = i0 + u;
+          const int srow = i / max(cpw, 1);
+          const int c = warp + kWarps * (i - srow * cpw);
+          const int e = 32 * srow + lane;
+          p[u] = i < pairs && e < sm.chunk_emitted[c] ? load_cg(&cands[(int64_t)c * Policy::kCap + e]) : 0ull;
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)

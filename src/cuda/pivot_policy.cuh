@@ -19,20 +19,21 @@ struct PivotPolicy {
   static constexpr int kMinBlocksPerSm = 4;   // caps registers at 64 so 4 CTAs (64 KB of loads) fit per SM
   static constexpr int kItems = TOKENSIFT_PIVOT_ITEMS;  // logits per thread in the chunk phase
   static constexpr int kChunk = kThreads * kItems;      // 4096 logits per CTA by default
-  static constexpr int kStatSample = 4;
+  static constexpr int kStatSample = 4;       // items per thread in the Gaussian guess's sample
   // Plain rows' race: a token's exact score is skipped when its cheap bound is
   // this far below the bar (the fast log errs by < 1e-5 here), for |z| below
   // kRaceSkipMaxAbsZ (where float rounding of z - ln stays < 1e-4).
   static constexpr float kRaceSkipMargin = 0.01f;
-  static constexpr float kRaceSkipMaxAbsZ = 1000.0f;       // items per thread in the Gaussian guess's sample
+  static constexpr float kRaceSkipMaxAbsZ = 1000.0f;
+  static constexpr int kGuessRetries = 1;     // re-aimed Gaussian guesses before a chunk's radix select
   static constexpr int kCap = 128;            // most candidates a chunk emits (top-k rows)
   static constexpr int kTopPEmit = 32;        // top-p / min-p rows: emit between kTopPEmit
   static constexpr int kTopPEmitMax = 64;     //   and kTopPEmitMax candidates
   static constexpr int kMergeCap = 4096;      // most candidates the merge holds in shared memory
-  static constexpr int kMergeLoadUnroll = 4;  // candidate loads in flight per thread in the merge (8 measured no faster)
+  static constexpr int kMergeLoadUnroll = 8;  // candidate loads in flight per thread in the merge's slot walk
   static constexpr int kPreselect = 256;      // above this many, the merge keeps only the top ones before sorting
   static constexpr int kWarpList = 64;        // lists this short are decided and raced by one warp (top-k < this)
-  static constexpr int kMaxMergeChunks = 256; // chunk offsets cached in shared memory (V <= 1M); one per thread
+  static constexpr int kMaxMergeChunks = 256; // chunks' emitted counts cached in shared memory (V <= 1M); one per thread
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest
   static constexpr int kFbBinsPerUnit = 64;   //   each 1/64 of a logit unit wide (grid depth ~32)

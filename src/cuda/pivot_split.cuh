@@ -8,9 +8,10 @@
 // each pass took ~150 us on the H200.  The same passes over the row's 4,096-
 // logit chunks, one CTA each, take a few microseconds.
 //
-// Two more launches per call, each a persistent grid of kSplitCtas CTAs that
-// takes (deferred row, chunk) items from a counter; they exit at once when no row was
-// deferred, and the host skips them when no row of the call can qualify.
+// Two more launches per call, each a persistent grid of up to kSplitCtas CTAs
+// (no more than the call has chunks) that takes (deferred row, chunk) items
+// from a counter; they exit at once when no row was deferred, and the host
+// skips them when no row of the call can qualify.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
