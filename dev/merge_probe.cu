@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   printf("row   kept    call us | chunk  stats  cands    pre decide   race     lp  (us, merging CTA)\n");
   for (int r = 0; r < B; ++r) {
     const float call_us = rows.median_us(r, p);
-    long long zero[12] = {}, tr[12];
+    long long zero[16] = {}, tr[16];
     cudaMemcpyToSymbol(cuda_detail::merge_trace, zero, sizeof zero);
     const int32_t k = rows.call(r, p);
     cudaMemcpyFromSymbol(tr, cuda_detail::merge_trace, sizeof tr);
@@ -106,6 +106,12 @@ int main(int argc, char** argv) {
     }
     // Inside "cands": the chunks' emitted counts, then the first candidate load.
     if (tr[8] && tr[9]) printf(" | counts %5.2f load %5.2f", us(tr[8] - tr[1]), us(tr[9] - tr[8]));
+    // Inside "pre": the threshold select, the compaction; inside "decide" on
+    // the one-warp path: the warp sort, the decision, the race and W.
+    if (tr[10] && tr[11]) printf(" | pre: select %5.2f compact %5.2f max %5.2f", us(tr[10] - tr[2]),
+                                 us(tr[11] - tr[10]), us(tr[3] - tr[11]));
+    if (tr[12] && tr[13]) printf(" | warp: load+sort %5.2f decide %5.2f race %5.2f", us(tr[12] - tr[3]),
+                                 us(tr[13] - tr[12]), us(tr[4] - tr[13]));
     printf("\n");
     if (r < 2) print_chunk_stages(mhz);
   }

@@ -69,13 +69,23 @@ if has probe; then
 fi
 
 if has variant; then
-  # The same benchmark with another chunk size (pivot_policy.cuh's knob).
-  log "variant TOKENSIFT_PIVOT_ITEMS=${VARIANT_ITEMS:-32}"
-  cmake -S . -B build/h200-v -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-        -DCMAKE_CUDA_FLAGS=-DTOKENSIFT_PIVOT_ITEMS=${VARIANT_ITEMS:-32} >"$OUT/build-variant.log" 2>&1 &&
-  cmake --build build/h200-v -j16 --target sampler_bench >>"$OUT/build-variant.log" 2>&1 || tail -20 "$OUT/build-variant.log"
-  build/h200-v/bench/sampler_bench --out "$OUT/bench-variant.json" --vocabs 129280 --batches 1,64,1024 \
-    --dists outlier_head --algos pivot --reps 10 2>&1 | tail -40
+  # The same benchmark built with other policy knobs (pivot_policy.cuh), e.g.
+  # VARIANT_FLAGS=-DTOKENSIFT_PIVOT_ITEMS=32, or
+  # VARIANT_FLAGS=-DTOKENSIFT_PIVOT_GROUPS_MIN_WAVES=1000000 (per-chunk kernel only).
+  # Several builds in one call: separate the flag sets with '|', e.g.
+  # VARIANT_FLAGS='-DTOKENSIFT_PIVOT_GUESS_ONCE=0|-DTOKENSIFT_PIVOT_GUESS_RETRIES=0'.
+  IFS='|' read -r -a vsets <<<"${VARIANT_FLAGS:--DTOKENSIFT_PIVOT_ITEMS=${VARIANT_ITEMS:-32}}"
+  vi=0
+  for vflags in "${vsets[@]}"; do
+    log "variant $vi: $vflags"
+    vb=build/h200-v$vi
+    cmake -S . -B $vb -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+          "-DCMAKE_CUDA_FLAGS=$vflags" >"$OUT/build-variant$vi.log" 2>&1 &&
+    cmake --build $vb -j16 --target sampler_bench >>"$OUT/build-variant$vi.log" 2>&1 || tail -20 "$OUT/build-variant$vi.log"
+    $vb/bench/sampler_bench --out "$OUT/bench-variant$vi.json" --vocabs 129280 --batches ${VARIANT_BATCHES:-1,64,256,1024} \
+      --dists outlier_head --algos pivot --reps 10 2>&1 | tail -40
+    vi=$((vi + 1))
+  done
 fi
 
 if has benchflat; then

@@ -315,7 +315,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
       // guess: when every warp repeated normcdfinvf it was ~4 % of the
       // phase's instructions (Nsight Compute at B = 1024, perf-notes v15b).
       const int n0 = min(emit_floor<Policy>(cfg), r.eligible);
-      if (sampling && !cfg.m_active && (cfg.k_active || cfg.p_active) && n0 < r.eligible)
+      if (Policy::kGuessOnce && sampling && !cfg.m_active && (cfg.k_active || cfg.p_active) && n0 < r.eligible)
         sm.guess = gaussian_guess(r, cfg.k_active, n0, emit_cap<Policy>(cfg));
     }
     __syncthreads();
@@ -461,7 +461,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     // With min-p (cnt > cap here) the window's tokens are the top of the
     // eligible ones, so the guess over all of them applies; a guess below the
     // local min-p cut counts all cnt and misses.
-    float g = cfg.m_active ? gaussian_guess(stats, cfg.k_active, n, cap) : sm.guess;
+    float g = (cfg.m_active || !Policy::kGuessOnce) ? gaussian_guess(stats, cfg.k_active, n, cap) : sm.guess;
     for (int attempt = 0; attempt <= Policy::kGuessRetries; ++attempt) {
       if (!(g > -3.4028235e38f && g < kInf)) break;
       int my = 0;

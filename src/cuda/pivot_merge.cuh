@@ -36,7 +36,7 @@ namespace tokensift::cuda_detail {
 // Dev builds only (dev/merge_probe.cu): thread 0 of the merging CTA stamps
 // clock64() at each stage of the merge into merge_trace[].
 #ifdef TOKENSIFT_MERGE_TRACE
-__device__ long long merge_trace[12];
+__device__ long long merge_trace[16];
 #define TS_MERGE_MARK(i) \
   do {                    \
     if (threadIdx.x == 0) merge_trace[i] = clock64(); \
@@ -234,6 +234,7 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
 #pragma unroll
   for (int r = 0; r < 2; ++r) v[r] = lane + 32 * r < n ? cand[lane + 32 * r] : 0ull;
   warp_sort_desc64(v);
+  TS_MERGE_MARK(12);
   int valid_prefix = n;  // candidates that precede `next`
   if (!complete)
     valid_prefix = __popc(__ballot_sync(kFullMask, v[0] > next)) + __popc(__ballot_sync(kFullMask, v[1] > next));
@@ -277,6 +278,7 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
     else if (h1) m = 32 + __ffs((int)h1);
     else if (survivors < 0) return undecided;  // rounding: with survivors, the whole set is the prefix
   }
+  TS_MERGE_MARK(13);
   uint64_t best = 0;
   double w = 0;
 #pragma unroll
@@ -460,6 +462,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       const ThresholdResult t =
           block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, to_warp ? Policy::kWarpList : Policy::kPreselect,
                                                                      0, sm.thresh);
+      TS_MERGE_MARK(10);
       int mine = 0;
       uint64_t dropped = 0;
 #pragma unroll
@@ -476,6 +479,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
       for (int s2 = 0; s2 < kSlots; ++s2)
         if (v[s2] != 0 && packed_key(v[s2]) >= t.key) sm.cand[pos++] = v[s2];
       __syncthreads();
+      TS_MERGE_MARK(11);
       const uint64_t dmax = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(dropped, MaxU64{});
       if (threadIdx.x == 0) sm.uval = dmax;
       __syncthreads();

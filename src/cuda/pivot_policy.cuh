@@ -12,6 +12,16 @@
 #define TOKENSIFT_PIVOT_ITEMS 16
 #endif
 
+// Build-time knobs of the chunk's pivot guess, so that a `variant` build can
+// time the alternatives (perf-notes step 0): re-aims before the radix select,
+// and whether thread 0 derives the guess once (1) or every thread does (0).
+#ifndef TOKENSIFT_PIVOT_GUESS_RETRIES
+#define TOKENSIFT_PIVOT_GUESS_RETRIES 1
+#endif
+#ifndef TOKENSIFT_PIVOT_GUESS_ONCE
+#define TOKENSIFT_PIVOT_GUESS_ONCE 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -25,7 +35,8 @@ struct PivotPolicy {
   // kRaceSkipMaxAbsZ (where float rounding of z - ln stays < 1e-4).
   static constexpr float kRaceSkipMargin = 0.01f;
   static constexpr float kRaceSkipMaxAbsZ = 1000.0f;
-  static constexpr int kGuessRetries = 1;     // re-aimed Gaussian guesses before a chunk's radix select
+  static constexpr int kGuessRetries = TOKENSIFT_PIVOT_GUESS_RETRIES;  // re-aimed guesses before a chunk's radix select
+  static constexpr bool kGuessOnce = TOKENSIFT_PIVOT_GUESS_ONCE != 0;  // thread 0 derives the guess (rows without min-p)
   static constexpr int kCap = 128;            // most candidates a chunk emits (top-k rows)
   static constexpr int kTopPEmit = 32;        // top-p / min-p rows: emit between kTopPEmit
   static constexpr int kTopPEmitMax = 64;     //   and kTopPEmitMax candidates
