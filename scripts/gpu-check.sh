@@ -61,11 +61,24 @@ if has probe; then
     -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu -o /tmp/merge_probe 2>"$OUT/probe-build.log" &
   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
     -DTOKENSIFT_FB_TRACE dev/fallback_probe.cu src/cuda/greedy_argmax.cu -o /tmp/fallback_probe 2>>"$OUT/probe-build.log" &
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
+    dev/cluster_probe.cu src/cuda/greedy_argmax.cu -o /tmp/cluster_probe 2>>"$OUT/probe-build.log" &
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
+    dev/rowcta_probe.cu src/cuda/greedy_argmax.cu -o /tmp/rowcta_probe 2>>"$OUT/probe-build.log" &
   wait
   for args in "8 50 0.9 0" "8 50 1 0" "8 0 0.9 0" "8 0 1 0.05"; do
     echo "-- merge_probe $args"; /tmp/merge_probe $args 2>&1 | tail -11
   done | tee "$OUT/merge-probe.log"
   /tmp/fallback_probe 32 0.9 2 20 2>&1 | tail -34 | tee "$OUT/fallback-probe.log"
+  # A cluster of 16 CTAs per row agreeing on the row's threshold in DSMEM
+  # (perf-notes step 5 b): its B = 1 time and whether it gives the library's bits.
+  for args in "16 50 0.9" "16 50 1" "16 8 1"; do
+    echo "-- cluster_probe $args"; /tmp/cluster_probe $args 2>&1 | tail -20
+  done | tee "$OUT/cluster-probe.log"
+  # One CTA per row streaming against a rising threshold (perf-notes step 3).
+  for args in "1024 50 1" "1024 50 0.9" "256 50 1" "1024 8 1"; do
+    echo "-- rowcta_probe $args"; /tmp/rowcta_probe $args 2>&1 | tail -8
+  done | tee "$OUT/rowcta-probe.log"
 fi
 
 if has variant; then
