@@ -10,16 +10,10 @@
 #include "cuda/pivot_launch.hpp"
 #include "cuda/pivot_merge.cuh"
 #include "cuda/pivot_policy.cuh"
+#include "cuda/pivot_rowcta.cuh"
 #include "cuda/pivot_split.cuh"
 
 namespace tokensift::cuda_detail {
-
-template <class Policy>
-union PivotSmem {
-  ChunkSmem<Policy> chunk;
-  MergeSmem<Policy> merge;
-  FallbackSmem<Policy> fallback;
-};
 
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(const PivotArgs a) {
@@ -83,6 +77,12 @@ cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_s
     split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
     split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
   }
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, cudaStream_t stream) {
+  rowcta_topk_kernel<T, PivotPolicy><<<(unsigned)a.rows, PivotPolicy::kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

@@ -22,6 +22,13 @@
 #define TOKENSIFT_PIVOT_GUESS_ONCE 1
 #endif
 
+// Batches of scalar top-k rows from this many rows run the row-CTA kernel
+// (pivot_rowcta.cuh); a build-time knob so that a `variant` build can time
+// the chunked kernel on the same shapes (a huge value: never).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS 256
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -54,6 +61,11 @@ struct PivotPolicy {
   static constexpr int kFbStridedUnroll = 16; // scalar loads in flight per thread (generic path's fixed-order passes)
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's two launches
+  // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
+  // min-p) from this many rows; its first threshold aims at the row's top kRowCtaAim.
+  static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
+  static constexpr int kRowCtaAim = 256;
+  static constexpr int kRowCtaMinBlocksPerSm = 3;  // 85 registers: the 32 logits per thread in flight stay in registers
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and

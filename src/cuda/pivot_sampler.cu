@@ -55,6 +55,20 @@ struct PivotLayout {
 
 size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
 
+// Large batches whose every row is a top-k row with k < kWarpList and no
+// min-p, by scalar parameters: one CTA streams each row (pivot_rowcta.cuh).
+// Such rows end in the same one-warp finish on the same sorted top k on
+// either path, so the choice, made from the batch size, cannot change a
+// row's result.  Per-row filter arrays keep the chunked kernel (seeds and
+// offsets may be per row: they do not change a row's path).
+static bool rowcta_applies(const LogitsView& logits, const SamplingParams& p) {
+  if (logits.rows < PivotPolicy::kRowCtaMinRows) return false;
+  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
+  const float t = p.temperature.value;
+  return !contract::is_greedy_temperature(t) && p.min_p.value == 0.0f && p.top_k.value > 0 &&
+         p.top_k.value < PivotPolicy::kWarpList && (int64_t)p.top_k.value < logits.vocab;
+}
+
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
                          const SampleOutputs& out, void* workspace, cudaStream_t stream) {
   if (logits.rows == 0) return cudaSuccess;
@@ -91,6 +105,16 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // The split fallback takes only top-p rows without top-k (pivot_merge.cuh);
   // when the parameters rule those out for every row, its launches are skipped.
   const SamplingParams& p = params;
+  if (rowcta_applies(logits, params)) {
+    switch (logits.dtype) {
+      case DType::kF32:
+        return launch_rowcta_kernel<float>(a, stream);
+      case DType::kBF16:
+        return launch_rowcta_kernel<__nv_bfloat16>(a, stream);
+      case DType::kF16:
+        return launch_rowcta_kernel<__half>(a, stream);
+    }
+  }
   const bool may_split = split_vocab_ok<PivotPolicy>(logits.vocab) &&
                          (p.top_p.per_row != nullptr || p.top_p.value < 1.0f) &&
                          (p.top_k.per_row != nullptr || p.top_k.value <= 0 || p.top_k.value >= logits.vocab);
