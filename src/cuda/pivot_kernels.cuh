@@ -81,8 +81,9 @@ cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_s
 }
 
 template <class T>
-cudaError_t launch_rowcta_kernel(const PivotArgs& a, cudaStream_t stream) {
-  rowcta_topk_kernel<T, PivotPolicy><<<(unsigned)a.rows, PivotPolicy::kThreads, 0, stream>>>(a);
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, cudaStream_t stream) {
+  if (min_p) rowcta_topk_kernel<T, PivotPolicy, true><<<(unsigned)a.rows, PivotPolicy::kThreads, 0, stream>>>(a);
+  else rowcta_topk_kernel<T, PivotPolicy, false><<<(unsigned)a.rows, PivotPolicy::kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

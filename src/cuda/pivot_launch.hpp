@@ -14,8 +14,9 @@ template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream);
 
 // The row-CTA kernel, one CTA per row (pivot_rowcta.cuh): only for calls
-// whose rows are all top-k rows with k < kWarpList and no min-p.
+// whose rows are all min-p rows (min_p) or all top-k rows with k <
+// kWarpList and no min-p.
 template <class T>
-cudaError_t launch_rowcta_kernel(const PivotArgs& a, cudaStream_t stream);
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, cudaStream_t stream);
 
 }  // namespace tokensift::cuda_detail

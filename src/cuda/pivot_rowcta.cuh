@@ -1,5 +1,5 @@
-// Row-CTA kernel of the pivot sampler: one CTA streams one top-k row once
-// against a rising threshold (large batches of top-k rows, perf-notes step 3).
+// Row-CTA kernel of the pivot sampler: one CTA streams one row once against
+// a rising threshold (large batches of top-k or min-p rows, perf-notes step 3).
 //
 // Why: at B >= 256 the chunked kernel is issue-bound, and most of what it
 // issues is fixed work per 4,096 logits (two block reductions, the guess, a
@@ -22,6 +22,18 @@
 // bottom.  At the end the buffer holds exactly the row's tokens at or above
 // tau, at most kWarpList of them, and the merge's own decide_and_draw (the
 // one-warp finish) takes over.
+//
+// Min-p rows (kMinP; any top-k and top-p on top) keep instead every token
+// that passes min-p against the block's largest z so far (a lower bound on
+// the row's max, exchanged through one shared atomic max per thread and
+// iteration, so the test is tight from the first iteration); a half-full
+// buffer drops what fails against the current max.  At the end the list is
+// filtered against the row's max: exactly the row's min-p survivors, which
+// is the list the chunked merge decides from (from its candidates when they
+// are complete, from its bounded gather otherwise), so decide_and_draw gives
+// the same bits.  More survivors than the buffer holds: the list is
+// abandoned and decide_and_draw's own gather (and, past kMergeCap, its
+// fallback) takes the row, as on the chunked path.
 //
 // Why the bits equal the chunked path's (BatchInvariant checks it): for a
 // top-k row with k < kWarpList and no min-p, every token at or above the
@@ -96,12 +108,42 @@ __device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau
   __syncthreads();
 }
 
+// Min-p rows: keeps the buffer's tokens that pass min-p against cur_max (a
+// lower bound on the row's max, so every survivor stays).  Returns whether
+// the buffer now has room (under half full).
+template <class Policy>
+__device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur_max, float ln_minp) {
+  constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
+  __syncthreads();
+  const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
+  uint64_t v[kSlots];
+  int mine = 0;
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int i = s * Policy::kThreads + (int)threadIdx.x;
+    v[s] = i < n && contract::passes_min_p(contract::key_to_float(packed_key(sm.cand[i])), cur_max, ln_minp)
+               ? sm.cand[i]
+               : 0ull;
+    mine += v[s] != 0;
+  }
+  int pos, kept;
+  __syncthreads();
+  typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept);
+  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s)
+    if (v[s] != 0) sm.cand[pos++] = v[s];
+  if (threadIdx.x == 0) sm.count = kept;
+  __syncthreads();
+  return kept <= Policy::kMergeCap / 2;
+}
+
 // The merge's decision and draw behind a call, so that its registers (it is
 // most of the kernel's code) do not crowd the streaming loop's.
 template <class T, class Policy>
 __device__ __noinline__ RowResult rowcta_finish(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
-                                                PivotSmem<Policy>& smem, uint64_t next, float zmax) {
-  return decide_and_draw<T, Policy>(a, row_id, cfg, smem.merge, smem.fallback, true, next, zmax);
+                                                PivotSmem<Policy>& smem, bool use_list, uint64_t next, float zmax) {
+  return decide_and_draw<T, Policy>(a, row_id, cfg, smem.merge, smem.fallback, use_list, next, zmax);
 }
 
 // One 16-byte vector of logits as floats, without taking its address (which
@@ -134,14 +176,15 @@ __device__ __forceinline__ void unpack_vector<__half>(const uint4& r, float (&f)
 // Offers the items of `mask` (scaled logits z, indices from idx0 / stride
 // as load_rowcta_items laid them out) that reach tau; returns those that
 // found the buffer full.
-template <class Policy, int kPer, int kVec>
+template <class Policy, bool kMinP, int kPer, int kVec>
 __device__ __forceinline__ uint32_t rowcta_offer(MergeSmem<Policy>& sm, const float (&z)[kPer], uint32_t mask,
                                                  int32_t i0, bool scalar, int32_t hi, int32_t ti, uint64_t tau,
-                                                 float tau_f) {
+                                                 float tau_f, float cur_max, float ln_minp) {
   uint32_t dropped = 0;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
-    if ((mask >> j & 1u) && z[j] >= tau_f && z[j] > -__builtin_huge_valf()) {
+    const bool want = kMinP ? contract::passes_min_p(z[j], cur_max, ln_minp) : z[j] >= tau_f;
+    if ((mask >> j & 1u) && want && z[j] > -__builtin_huge_valf()) {
       const uint32_t idx = scalar ? (uint32_t)(j == 0 ? hi : ti)
                                   : (uint32_t)(i0 + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec));
       const uint64_t p = pack_order(contract::order_key(z[j]), idx);
@@ -186,7 +229,8 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
   __syncthreads();
 }
 
-template <class T, class Policy>
+// kMinP: rows with min-p (any top-k and top-p); else top-k rows, k < kWarpList.
+template <class T, class Policy, bool kMinP>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(const PivotArgs a) {
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kUnroll = 32 / kVec;  // 16-byte loads in flight per thread
@@ -197,6 +241,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   __shared__ uint64_t tau_sh;
   __shared__ ChunkStats stats_sh;
   __shared__ typename ChunkSmem<Policy>::Reduce::TempStorage stats_temp;
+  __shared__ uint32_t max_key_sh;  // min-p rows: order key of the largest z so far
+  __shared__ int overflow_sh;      // min-p rows: more survivors than the buffer holds
   MergeSmem<Policy>& sm = smem.merge;
   const int64_t row_id = blockIdx.x;
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
@@ -222,13 +268,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     // Pass 1 (rare) restarts from the bottom when tau overshot.
     if (threadIdx.x == 0) {
       sm.count = 0;
-      tau_sh = pass == 0 ? 0ull : 1ull;  // 0: not set yet; 1: every eligible token
+      // 0: not set yet; 1: every eligible token (min-p rows filter by min-p instead).
+      tau_sh = pass == 0 && !kMinP ? 0ull : 1ull;
+      max_key_sh = 0u;
+      overflow_sh = 0;
     }
     __syncthreads();
     float raw_max = -kInf;
     int eligible = 0;
     uint64_t tau = tau_sh;
     float tau_f = -kInf;
+    float my_zmax = -kInf, cur_max = -kInf;
     // Iterations over the body, then one over the head and tail.
     for (int32_t base = 0;; base += Policy::kThreads * kUnroll) {
       const bool scalar = base >= nvec;
@@ -274,16 +324,42 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         tau = tau_sh;
         tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
       }
+      if (kMinP) {
+        // The block's largest z so far, this iteration's included, so that
+        // the min-p test below is already tight on the first iteration.
+        float m = my_zmax;
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) m = fmaxf(m, z[j]);
+        if (m > my_zmax) {
+          my_zmax = m;
+          atomicMax(&max_key_sh, contract::order_key(m));
+        }
+        __syncthreads();
+        cur_max = max_key_sh ? contract::key_to_float(max_key_sh) : -kInf;
+        if (overflow_sh) mask = 0;  // the merge's gather will find the survivors
+      }
       const int32_t i0 = head + base * kVec;
-      uint32_t dropped = rowcta_offer<Policy, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f);
+      uint32_t dropped =
+          rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max, cfg.ln_minp);
       // Over half full, or tokens that found no slot: compact, then offer
       // those again, read back from the row (L2) so that z need not live
       // across the compaction (it did, and spilled).
-      while (__syncthreads_or(dropped != 0 || (threadIdx.x == 0 && sm.count > Policy::kMergeCap / 2))) {
+      while (__syncthreads_or(!overflow_sh && (dropped != 0 || (threadIdx.x == 0 && sm.count > Policy::kMergeCap / 2)))) {
         if (threadIdx.x == 0 && sm.count > Policy::kMergeCap) sm.count = Policy::kMergeCap;
-        rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
-        tau = tau_sh;
-        tau_f = contract::key_to_float(packed_key(tau));
+        if (kMinP) {
+          if (!rowcta_filter_minp<Policy>(sm, cur_max, cfg.ln_minp)) {
+            // More survivors than the buffer holds (so far): stop listing;
+            // the merge's bounded gather or its fallback takes the row, as
+            // on the chunked path.
+            if (threadIdx.x == 0) overflow_sh = 1;
+            __syncthreads();
+            break;
+          }
+        } else {
+          rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
+          tau = tau_sh;
+          tau_f = contract::key_to_float(packed_key(tau));
+        }
         uint32_t again = dropped;
         dropped = 0;
         while (again) {
@@ -292,7 +368,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           const int32_t idx = scalar ? (j == 0 ? hi : ti)
                                      : i0 + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec);
           const float sc = contract::scale(to_float(row[idx]), cfg.temperature);
-          if (!(sc >= tau_f) || !(sc > -kInf)) continue;
+          const bool want = kMinP ? contract::passes_min_p(sc, cur_max, cfg.ln_minp) : sc >= tau_f;
+          if (!want || !(sc > -kInf)) continue;
           const uint64_t p = pack_order(contract::order_key(sc), (uint32_t)idx);
           if (p < tau) continue;
           const int at = atomicAdd(&sm.count, 1);
@@ -310,7 +387,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       __syncthreads();
     }
     // Enough listed (at least k, or every eligible token), or a bad row: done.
-    if (!(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
+    if (kMinP || !(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
   }
 
   // The merge's statuses, in its order.
@@ -331,10 +408,20 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     } else if (rs.eligible == 0) {
       r = {TOKENSIFT_ROW_NO_VALID_TOKEN, -1, 0, kNan};
     } else {
-      if (sm.count > Policy::kWarpList) rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
-      __syncthreads();
-      const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
-      r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, next, zmax);
+      bool use_list = true;
+      uint64_t next;
+      if (kMinP) {
+        // Exactly the row's min-p survivors (the chunked merge's list when
+        // its candidates are complete, and its bounded gather's otherwise).
+        use_list = !overflow_sh;
+        if (use_list) rowcta_filter_minp<Policy>(sm, zmax, cfg.ln_minp);
+        next = 0ull;
+      } else {
+        if (sm.count > Policy::kWarpList) rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
+        __syncthreads();
+        next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
+      }
+      r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, use_list, next, zmax);
     }
   }
   if (threadIdx.x == 0 && r.status != kRowDeferred) write_result(a.out, row_id, r);

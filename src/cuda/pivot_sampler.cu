@@ -55,18 +55,18 @@ struct PivotLayout {
 
 size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
 
-// Large batches whose every row is a top-k row with k < kWarpList and no
-// min-p, by scalar parameters: one CTA streams each row (pivot_rowcta.cuh).
-// Such rows end in the same one-warp finish on the same sorted top k on
-// either path, so the choice, made from the batch size, cannot change a
-// row's result.  Per-row filter arrays keep the chunked kernel (seeds and
+// Large batches whose every row is a min-p row, or a top-k row with k <
+// kWarpList and no min-p, by scalar parameters: one CTA streams each row
+// (pivot_rowcta.cuh).  Such rows end in the same decision on the same
+// sorted list on either path (the row's min-p survivors; the row's top k),
+// so the choice, made from the batch size, cannot change a row's result.  Per-row filter arrays keep the chunked kernel (seeds and
 // offsets may be per row: they do not change a row's path).
 static bool rowcta_applies(const LogitsView& logits, const SamplingParams& p) {
   if (logits.rows < PivotPolicy::kRowCtaMinRows) return false;
   if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
-  const float t = p.temperature.value;
-  return !contract::is_greedy_temperature(t) && p.min_p.value == 0.0f && p.top_k.value > 0 &&
-         p.top_k.value < PivotPolicy::kWarpList && (int64_t)p.top_k.value < logits.vocab;
+  if (contract::is_greedy_temperature(p.temperature.value)) return false;
+  if (p.min_p.value > 0.0f) return true;  // min-p rows, with any top-k and top-p
+  return p.top_k.value > 0 && p.top_k.value < PivotPolicy::kWarpList && (int64_t)p.top_k.value < logits.vocab;
 }
 
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
@@ -108,11 +108,11 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   if (rowcta_applies(logits, params)) {
     switch (logits.dtype) {
       case DType::kF32:
-        return launch_rowcta_kernel<float>(a, stream);
+        return launch_rowcta_kernel<float>(a, p.min_p.value > 0.0f, stream);
       case DType::kBF16:
-        return launch_rowcta_kernel<__nv_bfloat16>(a, stream);
+        return launch_rowcta_kernel<__nv_bfloat16>(a, p.min_p.value > 0.0f, stream);
       case DType::kF16:
-        return launch_rowcta_kernel<__half>(a, stream);
+        return launch_rowcta_kernel<__half>(a, p.min_p.value > 0.0f, stream);
     }
   }
   const bool may_split = split_vocab_ok<PivotPolicy>(logits.vocab) &&
