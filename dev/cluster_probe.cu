@@ -115,14 +115,7 @@ __global__ void __launch_bounds__(kThreads) cluster_topk_kernel(const float* log
     st.eligible += x[j] > -kInf;
   }
 #pragma unroll
-  for (int s = 0; s < 4; ++s) {
-    const float z = x[s * (kItems / 4)];
-    if (z > -3e18f && z < 3e18f) {
-      st.nsample += 1;
-      st.sum += z;
-      st.sumsq += z * z;
-    }
-  }
+  for (int s = 0; s < 4; ++s) add_sample(st, x[s * (kItems / 4)]);
   const ChunkStats r = cub::BlockReduce<ChunkStats, kThreads>(sm.temp.stats).Reduce(st, ChunkStatsOp{});
   if (threadIdx.x == 0) {
     const CtaStats c{r.xmax, r.eligible, r.nsample, r.sum, r.sumsq};
@@ -245,10 +238,6 @@ int main(int argc, char** argv) {
   int32_t* lib_status;
   cudaMalloc(&lib_lp, 4);
   cudaMalloc(&lib_status, 4);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-
   printf("row   lib us  cluster us  hit tries listed | lib token kept | cl token kept | same bits\n");
   int hits = 0, same = 0;
   std::vector<float> lib_t, cl_t;
@@ -265,25 +254,16 @@ int main(int argc, char** argv) {
     cudaMemcpy(&llp, lib_lp, 4, cudaMemcpyDeviceToHost);
 
     const float* rowp = rows.logits + (size_t)r * V;
-    std::vector<float> t;
-    for (int rep = 0; rep < 7; ++rep) {
-      cudaEventRecord(e0);
-      cudaLaunchKernelEx(&lc, cluster_topk_kernel, rowp, (int64_t)V, (int32_t)V, p, d_out);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      t.push_back(ms * 1000);
-    }
-    std::sort(t.begin(), t.end());
+    const float cl_us = probe::median_event_us(
+        [&] { cudaLaunchKernelEx(&lc, cluster_topk_kernel, rowp, (int64_t)V, (int32_t)V, p, d_out); });
     ProbeOut c;
     cudaMemcpy(&c, d_out, sizeof c, cudaMemcpyDeviceToHost);
     const bool eq = c.hit && c.token == lt && c.kept == lk && std::memcmp(&c.logprob, &llp, 4) == 0;
     hits += c.hit;
     same += eq;
     lib_t.push_back(lib_us);
-    cl_t.push_back(t[3]);
-    printf("%3d %8.1f %11.1f %4d %5d %6d | %9d %4d | %8d %4d | %s\n", r, lib_us, t[3], c.hit, c.attempts, c.listed,
+    cl_t.push_back(cl_us);
+    printf("%3d %8.1f %11.1f %4d %5d %6d | %9d %4d | %8d %4d | %s\n", r, lib_us, cl_us, c.hit, c.attempts, c.listed,
            lt, lk, c.token, c.kept, eq ? "yes" : (c.hit ? "NO" : "-"));
   }
   std::sort(lib_t.begin(), lib_t.end());

@@ -24,14 +24,37 @@ inline std::vector<float> anchor_rows(int B, int64_t V, float sigma, int boosted
   return h;
 }
 
-// The rows on the device, a one-row workspace and outputs, two events.
+// Median of `reps` timed runs of launch() (CUDA events), in microseconds,
+// after one untimed run.
+template <class F>
+float median_event_us(F&& launch, int reps = 7) {
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  launch();
+  std::vector<float> t;
+  for (int rep = 0; rep < reps; ++rep) {
+    cudaEventRecord(e0);
+    launch();
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    t.push_back(ms * 1000);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// The rows on the device, a one-row workspace and outputs.
 struct RowBench {
   int64_t vocab;
   float* logits = nullptr;
   void* workspace = nullptr;
   int32_t* token = nullptr;
   int32_t* kept = nullptr;
-  cudaEvent_t e0{}, e1{};
 
   RowBench(const std::vector<float>& h, int64_t V) : vocab(V) {
     cudaMalloc(&logits, h.size() * 4);
@@ -41,8 +64,6 @@ struct RowBench {
     cudaMemset(workspace, 0, ws_bytes);
     cudaMalloc(&token, 4);
     cudaMalloc(&kept, 4);
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
   }
 
   tokensift::SampleOutputs outputs() const {
@@ -77,18 +98,7 @@ struct RowBench {
 
   // Median of `reps` timed calls on row r, in microseconds.
   float median_us(int r, const tokensift::SamplingParams& p, int reps = 7) const {
-    std::vector<float> t;
-    for (int rep = 0; rep < reps; ++rep) {
-      cudaEventRecord(e0);
-      tokensift::cuda_detail::launch_pivot(row(r), p, outputs(), workspace, 0);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      t.push_back(ms * 1000);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return median_event_us([&] { tokensift::cuda_detail::launch_pivot(row(r), p, outputs(), workspace, 0); }, reps);
   }
 };
 

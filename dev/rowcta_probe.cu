@@ -147,14 +147,7 @@ __global__ void __launch_bounds__(kThreads, 4) probe_rowcta_kernel(const float* 
       // tau0 from a sample of this first iteration (4 logits per thread).
       ChunkStats st{-kInf, 0, 0, 0.0f, 0.0f};
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float s = z[q * (kPer / 4)];
-        if (s > -3e18f && s < 3e18f) {
-          st.nsample += 1;
-          st.sum += s;
-          st.sumsq += s * s;
-        }
-      }
+      for (int q = 0; q < 4; ++q) add_sample(st, z[q * (kPer / 4)]);
       const ChunkStats r = cub::BlockReduce<ChunkStats, kThreads>(sm.temp.stats).Reduce(st, ChunkStatsOp{});
       if (threadIdx.x == 0) {
         ChunkStats g = r;
@@ -265,24 +258,7 @@ int main(int argc, char** argv) {
   o.kept_counts = kept;
   o.logprobs = lp;
 
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  auto time = [&](auto&& launch) {
-    launch();
-    std::vector<float> t;
-    for (int rep = 0; rep < 9; ++rep) {
-      cudaEventRecord(e0);
-      launch();
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms;
-      cudaEventElapsedTime(&ms, e0, e1);
-      t.push_back(ms * 1000);
-    }
-    std::sort(t.begin(), t.end());
-    return t[4];
-  };
+  auto time = [&](auto&& launch) { return probe::median_event_us(launch, 9); };
   const float lib_us = time([&] { launch_pivot(lv, p, o, ws, 0); });
   const double floor_us = (double)B * V * 4 / 4.2e3;  // ~4.2 TB/s copy bandwidth (read + write)
   const float row4_us = time([&] { probe_rowcta_kernel<4><<<B, kThreads>>>(d_logits, V, (int32_t)V, p, d_out); });

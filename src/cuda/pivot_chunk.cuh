@@ -55,6 +55,16 @@ struct ChunkStatsOp {
   }
 };
 
+// One sampled z into the Gaussian guess's sums; only values whose squares
+// stay finite count (ineligible tokens are -inf).
+__device__ __forceinline__ void add_sample(ChunkStats& st, float z) {
+  if (z > -3e18f && z < 3e18f) {
+    st.nsample += 1;
+    st.sum += z;
+    st.sumsq += z * z;
+  }
+}
+
 template <class Policy>
 struct ChunkSmem {
   using Reduce = cub::BlockReduce<ChunkStats, Policy::kThreads>;
@@ -293,14 +303,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     }
     constexpr int kStride = kItems / Policy::kStatSample;
 #pragma unroll
-    for (int s = 0; s < Policy::kStatSample; ++s) {
-      const float z = x[s * kStride];
-      if (z > -3e18f && z < 3e18f) {  // eligible, and the sums stay finite
-        st.nsample += 1;
-        st.sum += z;
-        st.sumsq += z * z;
-      }
-    }
+    for (int s = 0; s < Policy::kStatSample; ++s) add_sample(st, x[s * kStride]);
   }
   if (threadIdx.x == 0) {
     sm.best = 0;

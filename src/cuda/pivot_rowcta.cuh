@@ -205,15 +205,10 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
                                               typename ChunkSmem<Policy>::Reduce::TempStorage& temp,
                                               uint64_t& tau_sh) {
   ChunkStats st{-__builtin_huge_valf(), 0, 0, 0.0f, 0.0f};
-  const float s[4] = {s0, s1, s2, s3};
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    if (s[q] > -3e18f && s[q] < 3e18f) {
-      st.nsample += 1;
-      st.sum += s[q];
-      st.sumsq += s[q] * s[q];
-    }
-  }
+  add_sample(st, s0);
+  add_sample(st, s1);
+  add_sample(st, s2);
+  add_sample(st, s3);
   __syncthreads();
   const ChunkStats r = typename ChunkSmem<Policy>::Reduce(temp).Reduce(st, ChunkStatsOp{});
   if (threadIdx.x == 0) {
