@@ -139,8 +139,7 @@ __global__ void __launch_bounds__(kThreads) cluster_topk_kernel(const float* log
   const bool usable = cfg.k_active && !cfg.m_active && !cfg.greedy && !cfg.invalid && cfg.top_k < kListCap &&
                       rs.xmax < kInf && rs.eligible > 0;
   const int need = min(cfg.top_k, rs.eligible);
-  const float mean = rs.nsample ? rs.sum / (float)rs.nsample : 0.0f;
-  const bool spread = rs.nsample > 0 && rs.sumsq / (float)rs.nsample - mean * mean > 0.0f;
+  const bool spread = sample_var(rs) > 0.0f;
 
   // 2. Guess, count, exchange; re-aim on a miss.
   float g = -3.4028235e38f;  // every eligible token, when the row holds few

@@ -152,8 +152,7 @@ __global__ void __launch_bounds__(kThreads, 4) probe_rowcta_kernel(const float* 
       if (threadIdx.x == 0) {
         ChunkStats g = r;
         g.eligible = vocab;  // aim at the row's top kGuessAim
-        const float mean = r.nsample ? r.sum / (float)r.nsample : 0.0f;
-        const bool spread = r.nsample > 1 && r.sumsq / (float)r.nsample - mean * mean > 0.0f;
+        const bool spread = r.nsample > 1 && sample_var(r) > 0.0f;
         const float t = spread && vocab > kGuessAim ? gaussian_guess(g, false, kGuessAim, kGuessAim) : -3.4028235e38f;
         sm.tau = t > -3.4028235e38f && t < kInf ? contract::order_key(t) : contract::order_key(-3.4028235e38f);
       }

@@ -91,13 +91,20 @@ struct ChunkSmem {
 // count has a Poisson spread of sqrt(e) plus the sample's error in mean and
 // sigma; aiming low (at 1.15 k) missed about one chunk in five, each miss a
 // radix select (Nsight Compute, perf-notes v10).
+// The sample's variance (0 without a sample): the Gaussian fit's sigma^2,
+// and whether the chunk has spread enough for a guess at all.
+__device__ __forceinline__ float sample_mean(const ChunkStats& st) {
+  return st.nsample ? st.sum / (float)st.nsample : 0.0f;
+}
+__device__ __forceinline__ float sample_var(const ChunkStats& st) {
+  const float mean = sample_mean(st);
+  return st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
+}
 __device__ __forceinline__ float guess_aim(bool top_k, int n, int cap) {
   return top_k ? sqrtf((float)n * (float)cap) : 0.5f * (float)(n + cap);
 }
 __device__ __forceinline__ float gaussian_guess(const ChunkStats& st, bool top_k, int n, int cap) {
-  const float mean = st.nsample ? st.sum / (float)st.nsample : 0.0f;
-  const float var = st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
-  return mean + sqrtf(var) * normcdfinvf(1.0f - guess_aim(top_k, n, cap) / (float)st.eligible);
+  return sample_mean(st) + sqrtf(sample_var(st)) * normcdfinvf(1.0f - guess_aim(top_k, n, cap) / (float)st.eligible);
 }
 
 // A second aim after a guess g counted c tokens outside the window: the
@@ -109,8 +116,7 @@ __device__ __forceinline__ float gaussian_guess(const ChunkStats& st, bool top_k
 // thread gets the same bits.
 __device__ __forceinline__ float gaussian_reguess(const ChunkStats& st, float g, int c, bool top_k, int n,
                                                   int cap) {
-  const float mean = st.nsample ? st.sum / (float)st.nsample : 0.0f;
-  const float var = st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
+  const float var = sample_var(st);
   const float elig = (float)st.eligible;
   const float q = fminf(fmaxf((float)c, 0.5f), elig - 0.5f) / elig;
   return g + sqrtf(var) * (normcdfinvf(1.0f - guess_aim(top_k, n, cap) / elig) - normcdfinvf(1.0f - q));
@@ -457,9 +463,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   int count = cnt;
   bool fast = n >= cnt;
   int mine = -1;  // this thread's tokens >= pivot, once counted
-  const float mean = stats.nsample ? stats.sum / (float)stats.nsample : 0.0f;
-  const float var = stats.nsample ? stats.sumsq / (float)stats.nsample - mean * mean : 0.0f;
-  if (!fast && var > 0.0f) {
+  if (!fast && sample_var(stats) > 0.0f) {
     // Without min-p, n and cap are the window thread 0 used (fast <=> n >= cnt).
     // With min-p (cnt > cap here) the window's tokens are the top of the
     // eligible ones, so the guess over all of them applies; a guess below the

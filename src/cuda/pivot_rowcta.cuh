@@ -214,8 +214,7 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
   if (threadIdx.x == 0) {
     ChunkStats g = r;
     g.eligible = vocab;
-    const float mean = r.nsample ? r.sum / (float)r.nsample : 0.0f;
-    const bool spread = r.nsample > 1 && r.sumsq / (float)r.nsample - mean * mean > 0.0f;
+    const bool spread = r.nsample > 1 && sample_var(r) > 0.0f;
     const float t = spread && vocab > Policy::kRowCtaAim
                         ? gaussian_guess(g, false, Policy::kRowCtaAim, Policy::kRowCtaAim)
                         : -__builtin_huge_valf();
