@@ -81,9 +81,21 @@ cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_s
 }
 
 template <class T>
-cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, cudaStream_t stream) {
-  if (min_p) rowcta_topk_kernel<T, PivotPolicy, true><<<(unsigned)a.rows, PivotPolicy::kThreads, 0, stream>>>(a);
-  else rowcta_topk_kernel<T, PivotPolicy, false><<<(unsigned)a.rows, PivotPolicy::kThreads, 0, stream>>>(a);
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, bool may_split, cudaStream_t stream) {
+  const dim3 grid((unsigned)a.rows), block(PivotPolicy::kThreads);
+  if (!min_p) {
+    rowcta_topk_kernel<T, PivotPolicy, false><<<grid, block, 0, stream>>>(a);
+    return cudaGetLastError();
+  }
+  rowcta_topk_kernel<T, PivotPolicy, true><<<grid, block, 0, stream>>>(a);
+  // Min-p rows with top-p and no top-k whose survivors overflow the merge's
+  // buffer are deferred to the split fallback, as on the chunked path.
+  if (may_split) {
+    const int64_t items = a.rows * a.chunks;
+    const dim3 split_grid((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
+    split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
+    split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
+  }
   return cudaGetLastError();
 }
 

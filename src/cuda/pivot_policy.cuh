@@ -28,6 +28,14 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS
 #define TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS 256
 #endif
+// The row-CTA kernel's 16-byte loads in flight per thread and its CTAs per SM
+// (the register cap), knobs so that a `variant` build can time others.
+#ifndef TOKENSIFT_PIVOT_ROWCTA_LOADS
+#define TOKENSIFT_PIVOT_ROWCTA_LOADS 4
+#endif
+#ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS 4
+#endif
 
 namespace tokensift::cuda_detail {
 
@@ -65,7 +73,10 @@ struct PivotPolicy {
   // min-p) from this many rows; its first threshold aims at the row's top kRowCtaAim.
   static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
   static constexpr int kRowCtaAim = 256;
-  static constexpr int kRowCtaMinBlocksPerSm = 3;  // 85 registers: the 32 logits per thread in flight stay in registers
+  // 16-byte loads in flight per thread: dev/rowcta_probe timed 4 at 160 us
+  // and 8 at 197 us (fp32, B = 1024, k 50); at most 32 logits per thread.
+  static constexpr int kRowCtaLoads = TOKENSIFT_PIVOT_ROWCTA_LOADS;
+  static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and

@@ -105,19 +105,19 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // The split fallback takes only top-p rows without top-k (pivot_merge.cuh);
   // when the parameters rule those out for every row, its launches are skipped.
   const SamplingParams& p = params;
-  if (rowcta_applies(logits, params)) {
-    switch (logits.dtype) {
-      case DType::kF32:
-        return launch_rowcta_kernel<float>(a, p.min_p.value > 0.0f, stream);
-      case DType::kBF16:
-        return launch_rowcta_kernel<__nv_bfloat16>(a, p.min_p.value > 0.0f, stream);
-      case DType::kF16:
-        return launch_rowcta_kernel<__half>(a, p.min_p.value > 0.0f, stream);
-    }
-  }
   const bool may_split = split_vocab_ok<PivotPolicy>(logits.vocab) &&
                          (p.top_p.per_row != nullptr || p.top_p.value < 1.0f) &&
                          (p.top_k.per_row != nullptr || p.top_k.value <= 0 || p.top_k.value >= logits.vocab);
+  if (rowcta_applies(logits, params)) {
+    switch (logits.dtype) {
+      case DType::kF32:
+        return launch_rowcta_kernel<float>(a, p.min_p.value > 0.0f, may_split, stream);
+      case DType::kBF16:
+        return launch_rowcta_kernel<__nv_bfloat16>(a, p.min_p.value > 0.0f, may_split, stream);
+      case DType::kF16:
+        return launch_rowcta_kernel<__half>(a, p.min_p.value > 0.0f, may_split, stream);
+    }
+  }
   switch (logits.dtype) {
     case DType::kF32:
       return launch_pivot_kernels<float>(a, (unsigned)blocks, may_split, stream);
