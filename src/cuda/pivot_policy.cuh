@@ -28,13 +28,14 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS
 #define TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS 256
 #endif
-// The row-CTA kernel's 16-byte loads in flight per thread and its CTAs per SM
-// (the register cap), knobs so that a `variant` build can time others.
-#ifndef TOKENSIFT_PIVOT_ROWCTA_LOADS
-#define TOKENSIFT_PIVOT_ROWCTA_LOADS 4
+// The row-CTA kernel's logits per thread per iteration (in 16-byte loads in
+// flight) and its CTAs per SM (the register cap), knobs so that a `variant`
+// build can time others.
+#ifndef TOKENSIFT_PIVOT_ROWCTA_ITEMS
+#define TOKENSIFT_PIVOT_ROWCTA_ITEMS 32
 #endif
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS
-#define TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS 4
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS 3
 #endif
 
 namespace tokensift::cuda_detail {
@@ -73,9 +74,11 @@ struct PivotPolicy {
   // min-p) from this many rows; its first threshold aims at the row's top kRowCtaAim.
   static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
   static constexpr int kRowCtaAim = 256;
-  // 16-byte loads in flight per thread: dev/rowcta_probe timed 4 at 160 us
-  // and 8 at 197 us (fp32, B = 1024, k 50); at most 32 logits per thread.
-  static constexpr int kRowCtaLoads = TOKENSIFT_PIVOT_ROWCTA_LOADS;
+  // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes in
+  // flight) at 3 CTAs per SM (80 registers).  Measured, fp32 / bf16 k50 at
+  // B = 1024: 276 / 266 us; 16 fp32 logits: 288 us; 4 CTAs per SM (64
+  // registers, spilling in the loop): 443 / 390 us (perf-notes v19).
+  static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
 };
 

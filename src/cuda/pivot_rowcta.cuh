@@ -227,9 +227,9 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
 template <class T, class Policy, bool kMinP>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(const PivotArgs a) {
   constexpr int kVec = 16 / (int)sizeof(T);
-  constexpr int kUnroll = Policy::kRowCtaLoads;  // 16-byte loads in flight per thread
-  constexpr int kPer = kUnroll * kVec;           // logits per thread per iteration (one bit each in `dropped`)
-  static_assert(kPer <= 32 && kPer >= 4, "one bit per logit in a 32-bit mask; four for the first tau's sample");
+  constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
+  constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
+  static_assert(kPer <= 32 && kPer % 8 == 0, "one bit per logit in a 32-bit mask; whole vectors of every dtype");
   constexpr float kInf = __builtin_huge_valf();
   __shared__ PivotSmem<Policy> smem;
   __shared__ RowConfig row_cfg;
