@@ -80,6 +80,8 @@ struct PivotPolicy {
   // registers, spilling in the loop): 443 / 390 us (perf-notes v19).
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
+  static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this
+  static constexpr int kRowCtaMinPCompactions = 8;  // min-p rows: list compactions before the gather takes over
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and
