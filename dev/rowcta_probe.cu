@@ -101,7 +101,7 @@ __device__ bool compact(RowSmem& sm, int need, int cap) {
 
 // kUnroll: 16-byte loads in flight per thread (timed at 4 and 8).
 template <int kUnroll>
-__global__ void __launch_bounds__(kThreads, 4) rowcta_topk_kernel(const float* logits, int64_t stride, int32_t vocab,
+__global__ void __launch_bounds__(kThreads, 4) probe_rowcta_kernel(const float* logits, int64_t stride, int32_t vocab,
                                                                  SamplingParams params, RowOut* out) {
   constexpr int kPer = kUnroll * 4;  // logits per thread per iteration
   static_assert(kPer <= 32, "one bit per logit in the dropped mask");
@@ -260,8 +260,8 @@ int main(int argc, char** argv) {
   auto time = [&](auto&& launch) { return probe::median_event_us(launch, 9); };
   const float lib_us = time([&] { launch_pivot(lv, p, o, ws, 0); });
   const double floor_us = (double)B * V * 4 / 4.2e3;  // ~4.2 TB/s copy bandwidth (read + write)
-  const float row4_us = time([&] { rowcta_topk_kernel<4><<<B, kThreads>>>(d_logits, V, (int32_t)V, p, d_out); });
-  const float row_us = time([&] { rowcta_topk_kernel<8><<<B, kThreads>>>(d_logits, V, (int32_t)V, p, d_out); });
+  const float row4_us = time([&] { probe_rowcta_kernel<4><<<B, kThreads>>>(d_logits, V, (int32_t)V, p, d_out); });
+  const float row_us = time([&] { probe_rowcta_kernel<8><<<B, kThreads>>>(d_logits, V, (int32_t)V, p, d_out); });
   printf("row-CTA with 4 loads in flight per thread: %.1f us (%.2fx floor)\n", row4_us, row4_us / floor_us);
 
   std::vector<int32_t> lt(B), lk(B);

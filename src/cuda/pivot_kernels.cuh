@@ -10,16 +10,10 @@
 #include "cuda/pivot_launch.hpp"
 #include "cuda/pivot_merge.cuh"
 #include "cuda/pivot_policy.cuh"
+#include "cuda/pivot_rowcta.cuh"
 #include "cuda/pivot_split.cuh"
 
 namespace tokensift::cuda_detail {
-
-template <class Policy>
-union PivotSmem {
-  ChunkSmem<Policy> chunk;
-  MergeSmem<Policy> merge;
-  FallbackSmem<Policy> fallback;
-};
 
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(const PivotArgs a) {
@@ -80,6 +74,25 @@ cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_s
   const dim3 grid(blocks), block(PivotPolicy::kThreads), split_grid(split_ctas);
   pivot_sample_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
   if (may_split) {
+    split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
+    split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+template <class T>
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, bool may_split, cudaStream_t stream) {
+  const dim3 grid((unsigned)a.rows), block(PivotPolicy::kThreads);
+  if (!min_p) {
+    rowcta_topk_kernel<T, PivotPolicy, false><<<grid, block, 0, stream>>>(a);
+    return cudaGetLastError();
+  }
+  rowcta_topk_kernel<T, PivotPolicy, true><<<grid, block, 0, stream>>>(a);
+  // Min-p rows with top-p and no top-k whose survivors overflow the merge's
+  // buffer are deferred to the split fallback, as on the chunked path.
+  if (may_split) {
+    const int64_t items = a.rows * a.chunks;
+    const dim3 split_grid((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
     split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
     split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
   }

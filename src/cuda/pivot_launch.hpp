@@ -13,4 +13,10 @@ namespace tokensift::cuda_detail {
 template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream);
 
+// The row-CTA kernel, one CTA per row (pivot_rowcta.cuh): only for calls
+// whose rows are all min-p rows (min_p) or all top-k rows with k <
+// kWarpList and no min-p.
+template <class T>
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, bool may_split, cudaStream_t stream);
+
 }  // namespace tokensift::cuda_detail

@@ -295,6 +295,214 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
   return {1, m, (int32_t)packed_index(best), w};
 }
 
+// W over all eligible tokens from the chunks' partial sums (top-p-only rows
+// whose survivors are not all candidates, and plain rows' log-probs).
+template <class Policy>
+__device__ __forceinline__ double row_chunk_mass(MergeSmem<Policy>& sm, const ChunkSummary* sum, int chunks,
+                                                 float zmax) {
+  double w = 0;
+  for (int c = threadIdx.x; c < chunks; c += Policy::kThreads) {
+    w += chunk_mass_term(sum[c], zmax);
+  }
+  __syncthreads();
+  const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
+  if (threadIdx.x == 0) sm.dval = t;
+  __syncthreads();
+  return sm.dval;
+}
+
+// The merge from the candidates in sm.cand (sm.count of them, exact down to
+// row_next: every token not among them is at most row_next) on: the
+// decision, the draw and the log-prob.  The chunked merge and the row-CTA
+// kernel (pivot_rowcta.cuh) both end here, so a row decided from the same
+// sorted top k gets the same bits from either.
+template <class T, class Policy>
+__device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
+                                                     MergeSmem<Policy>& sm, FallbackSmem<Policy>& fsm,
+                                                     bool use_list, uint64_t row_next, float zmax) {
+  const ChunkSummary* sum = a.summaries + row_id * a.chunks;
+  const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
+  const float kNan = __int_as_float(0x7fffffff);
+  auto chunk_mass = [&]() { return row_chunk_mass<Policy>(sm, sum, a.chunks, zmax); };
+  TS_MERGE_MARK(2);
+  ListDecision d{};
+  WarpListResult wl{0, 0, -1, 0.0};  // the one-warp finish's result, when it ran and decided
+  if (use_list) {
+    const uint64_t next = row_next;
+    const bool complete =
+        next == 0 || (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(next)), zmax,
+                                                              cfg.ln_minp));
+    int n = sm.count;
+    uint64_t bound = next;
+    bool whole = complete;
+    // Pre-select: when a top-k or top-p row has many candidates, keep only
+    // the top few hundred by key before sorting; what is dropped just lowers
+    // the point down to which the list is exact (`bound`).
+    // Top-k rows with k < kWarpList keep at most kWarpList, for the one-warp finish.
+    const bool to_warp = cfg.k_active && !cfg.m_active && cfg.top_k < Policy::kWarpList && n > Policy::kWarpList;
+    if (to_warp ||
+        (n > Policy::kPreselect && !cfg.m_active && (!cfg.k_active || cfg.top_k <= Policy::kPreselect / 2))) {
+      constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
+      uint64_t v[kSlots];
+#pragma unroll
+      for (int s2 = 0; s2 < kSlots; ++s2) {
+        const int i = s2 * Policy::kThreads + threadIdx.x;
+        v[s2] = i < n ? sm.cand[i] : 0ull;
+      }
+      const int need = cfg.k_active ? cfg.top_k : Policy::kPreselect / 4;
+      const ThresholdResult t =
+          block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, to_warp ? Policy::kWarpList : Policy::kPreselect,
+                                                                     0, sm.thresh);
+      TS_MERGE_MARK(10);
+      int mine = 0;
+      uint64_t dropped = 0;
+#pragma unroll
+      for (int s2 = 0; s2 < kSlots; ++s2) {
+        const bool keep = v[s2] != 0 && packed_key(v[s2]) >= t.key;
+        mine += keep;
+        if (!keep && v[s2] > dropped) dropped = v[s2];
+      }
+      int pos, kept_total;
+      __syncthreads();
+      typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept_total);
+      __syncthreads();
+#pragma unroll
+      for (int s2 = 0; s2 < kSlots; ++s2)
+        if (v[s2] != 0 && packed_key(v[s2]) >= t.key) sm.cand[pos++] = v[s2];
+      __syncthreads();
+      TS_MERGE_MARK(11);
+      const uint64_t dmax = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(dropped, MaxU64{});
+      if (threadIdx.x == 0) sm.uval = dmax;
+      __syncthreads();
+      n = kept_total;
+      if (sm.uval > bound) bound = sm.uval;
+      whole = whole && sm.uval == 0;
+    }
+    TS_MERGE_MARK(3);
+    if (n > Policy::kWarpList && cfg.k_active && !cfg.m_active && cfg.top_k < Policy::kWarpList) {
+      // Ties at the k-th key kept more than kWarpList: the first kWarpList in
+      // order hold the k survivors, so the one-warp finish decides from them
+      // as from any shorter list (its W, scan and race read only the first k
+      // in sorted order).  The block path summed the same terms in another
+      // order, so a row-CTA path (pivot_rowcta.cuh) that keeps only the row's
+      // top k..kWarpList could not have matched its bits.
+      block_bitonic_sort_desc<Policy::kThreads>(sm.cand, n);
+      const uint64_t cut = sm.cand[Policy::kWarpList];  // the best token left out
+      bound = cut > bound ? cut : bound;
+      whole = false;
+      n = Policy::kWarpList;
+    }
+    if (n <= Policy::kWarpList && !cfg.m_active) {
+      if (threadIdx.x < 32) {
+        const WarpListResult r = warp_decide_and_race<Policy>(sm.cand, n, whole, bound, cfg, zmax, sum, a.chunks);
+        if (threadIdx.x == 0) sm.wres = r;
+      }
+      __syncthreads();
+      wl = sm.wres;
+      d = {wl.decided != 0, wl.kept};
+    } else {
+      d = decide_from_list<Policy>(sm, n, whole, bound, cfg, zmax, [&] { return chunk_mass(); });
+    }
+  }
+  TS_MERGE_MARK(4);
+
+  // ---- 2. bounded gather (min-p rows): every token that can be kept ----
+  // min-p keeps z >= zmax + ln(min_p).  One pass gathers the tokens above that
+  // floor; when they fit on chip the row is decided exactly from them.  Rows
+  // without min-p go straight to the fallback, whose histogram path decides
+  // them in two passes without such a floor.
+  if (!d.decided && cfg.m_active) {
+    const float zfloor = zmax + cfg.ln_minp - 1.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) sm.count = 0;
+    __syncthreads();
+    for (int32_t i = threadIdx.x; i < a.vocab; i += Policy::kThreads) {
+      const float x = to_float(row[i]);
+      const float z = cfg.temperature == 1.0f ? x : contract::scale(x, cfg.temperature);
+      if (!(z >= zfloor) || !(z > -__builtin_huge_valf())) continue;
+      if (cfg.m_active && !contract::passes_min_p(z, zmax, cfg.ln_minp)) continue;
+      const int at = atomicAdd(&sm.count, 1);
+      if (at < Policy::kMergeCap) sm.cand[at] = pack_order(contract::order_key(z), (uint32_t)i);
+    }
+    __syncthreads();
+    if (sm.count <= Policy::kMergeCap) {
+      // Complete down to zfloor: every min-p survivor is here.
+      d = decide_from_list<Policy>(sm, sm.count, /*complete=*/true, 0, cfg, zmax,
+                                   [&] { return chunk_mass(); });
+    }
+  }
+  const bool use_fallback = !d.decided;
+  const int m = d.kept;
+
+  int32_t token;
+  int32_t kept;
+  double kept_mass = 0;
+  // A row whose best non-emitted token ties with its max holds a run of equal
+  // logits longer than a chunk emits (a constant row): no bin grid can split
+  // it, and on the split path its one-CTA fallback would run inside the
+  // persistent grid, where it delays other rows' items (measured: 7x slower at
+  // B = 1024).  Such rows keep the in-kernel fallback, one CTA per row.
+  const bool tie_run_at_max = row_next != 0 && packed_key(row_next) == contract::order_key(zmax);  // next holds z keys
+  if (use_fallback && cfg.p_active && !cfg.k_active && !tie_run_at_max && split_vocab_ok<Policy>(a.vocab)) {
+    // Bins scaled to the row: ln(V / W) is the depth below the max where a
+    // typical token sits, so kFbDepthBins bins per that depth keep the bin at
+    // the boundary to a few hundred tokens on near-flat rows (depth ~1) and
+    // on peaked ones (depth ~10-20) alike.  W from the chunks' sums: top-p
+    // rows without min-p only; others keep the fixed grid.
+    float per_unit = (float)Policy::kFbBinsPerUnit;
+    if (!cfg.m_active) {
+      const double depth = log((double)a.vocab / chunk_mass());
+      per_unit = depth > 0.0 ? (float)fmin(fmax((double)Policy::kFbDepthBins / depth, 8.0), 65536.0) : 65536.0f;
+    }
+    defer_row<Policy>(a, row_id, zmax, per_unit);
+    return {kRowDeferred, -1, 0, kNan};
+  }
+  if (use_fallback) {
+    __syncthreads();
+    FallbackRow<T, Policy> fb{row, a.vocab, cfg.temperature, zmax, cfg.ln_minp, cfg.m_active, fsm};
+    const FallbackResult r = fb.run(cfg);
+    token = r.token;
+    kept = r.kept;
+    kept_mass = r.kept_mass;
+  } else if (wl.decided) {
+    token = wl.token;
+    kept = wl.kept;
+    kept_mass = wl.kept_mass;
+  } else {
+    uint64_t best = 0;
+    double w = 0;
+    for (int j = threadIdx.x; j < m; j += Policy::kThreads) {
+      const uint64_t p = sm.cand[j];
+      const float z = contract::key_to_float(packed_key(p));
+      const uint32_t idx = packed_index(p);
+      const float s = contract::race_score(z, cfg.seed, cfg.offset, idx);
+      const uint64_t q = pack_order(contract::order_key(s), idx);
+      best = q > best ? q : best;
+      w += exp((double)z - (double)zmax);
+    }
+    __syncthreads();
+    const uint64_t b = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(best, MaxU64{});
+    if (threadIdx.x == 0) sm.uval = b;
+    __syncthreads();
+    token = (int32_t)packed_index(sm.uval);
+    kept = m;
+    if (a.out.logprobs) {
+      const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
+      if (threadIdx.x == 0) sm.dval = t;
+      __syncthreads();
+      kept_mass = sm.dval;
+    }
+  }
+  TS_MERGE_MARK(5);
+  float lp = kNan;
+  if (a.out.logprobs) {
+    const float z = contract::scale(to_float(row[token]), cfg.temperature);
+    lp = (float)(((double)z - (double)zmax) - log(kept_mass));
+  }
+  TS_MERGE_MARK(6);
+  return {TOKENSIFT_ROW_OK, token, kept, lp};
+}
+
 template <class T, class Policy>
 __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
                                        MergeSmem<Policy>& sm,
@@ -334,19 +542,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   if (zmax == __builtin_huge_valf()) return {TOKENSIFT_ROW_NAN_INPUT, -1, 0, kNan};
   if (rs.eligible == 0) return {TOKENSIFT_ROW_NO_VALID_TOKEN, -1, 0, kNan};
 
-  // W over all eligible tokens from the chunks' partial sums (top-p-only rows
-  // whose survivors are not all candidates, and plain rows' log-probs).
-  auto chunk_mass = [&]() -> double {
-    double w = 0;
-    for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
-      w += chunk_mass_term(sum[c], zmax);
-    }
-    __syncthreads();
-    const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
-    if (threadIdx.x == 0) sm.dval = t;
-    __syncthreads();
-    return sm.dval;
-  };
+  auto chunk_mass = [&]() { return row_chunk_mass<Policy>(sm, sum, a.chunks, zmax); };
 
   if (cfg.plain()) {
     const int32_t tok = (int32_t)packed_index(rs.race);
@@ -433,170 +629,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     }
     use_list = sm.count <= Policy::kMergeCap;
   }
-  TS_MERGE_MARK(2);
-  ListDecision d{};
-  WarpListResult wl{0, 0, -1, 0.0};  // the one-warp finish's result, when it ran and decided
-  if (use_list) {
-    const uint64_t next = rs.next;
-    const bool complete =
-        next == 0 || (cfg.m_active && !contract::passes_min_p(contract::key_to_float(packed_key(next)), zmax,
-                                                              cfg.ln_minp));
-    int n = sm.count;
-    uint64_t bound = next;
-    bool whole = complete;
-    // Pre-select: when a top-k or top-p row has many candidates, keep only
-    // the top few hundred by key before sorting; what is dropped just lowers
-    // the point down to which the list is exact (`bound`).
-    // Top-k rows with k < kWarpList keep at most kWarpList, for the one-warp finish.
-    const bool to_warp = cfg.k_active && !cfg.m_active && cfg.top_k < Policy::kWarpList && n > Policy::kWarpList;
-    if (to_warp ||
-        (n > Policy::kPreselect && !cfg.m_active && (!cfg.k_active || cfg.top_k <= Policy::kPreselect / 2))) {
-      constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
-      uint64_t v[kSlots];
-#pragma unroll
-      for (int s2 = 0; s2 < kSlots; ++s2) {
-        const int i = s2 * Policy::kThreads + threadIdx.x;
-        v[s2] = i < n ? sm.cand[i] : 0ull;
-      }
-      const int need = cfg.k_active ? cfg.top_k : Policy::kPreselect / 4;
-      const ThresholdResult t =
-          block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, to_warp ? Policy::kWarpList : Policy::kPreselect,
-                                                                     0, sm.thresh);
-      TS_MERGE_MARK(10);
-      int mine = 0;
-      uint64_t dropped = 0;
-#pragma unroll
-      for (int s2 = 0; s2 < kSlots; ++s2) {
-        const bool keep = v[s2] != 0 && packed_key(v[s2]) >= t.key;
-        mine += keep;
-        if (!keep && v[s2] > dropped) dropped = v[s2];
-      }
-      int pos, kept_total;
-      __syncthreads();
-      typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept_total);
-      __syncthreads();
-#pragma unroll
-      for (int s2 = 0; s2 < kSlots; ++s2)
-        if (v[s2] != 0 && packed_key(v[s2]) >= t.key) sm.cand[pos++] = v[s2];
-      __syncthreads();
-      TS_MERGE_MARK(11);
-      const uint64_t dmax = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(dropped, MaxU64{});
-      if (threadIdx.x == 0) sm.uval = dmax;
-      __syncthreads();
-      n = kept_total;
-      if (sm.uval > bound) bound = sm.uval;
-      whole = whole && sm.uval == 0;
-    }
-    TS_MERGE_MARK(3);
-    if (n <= Policy::kWarpList && !cfg.m_active) {
-      if (threadIdx.x < 32) {
-        const WarpListResult r = warp_decide_and_race<Policy>(sm.cand, n, whole, bound, cfg, zmax, sum, a.chunks);
-        if (threadIdx.x == 0) sm.wres = r;
-      }
-      __syncthreads();
-      wl = sm.wres;
-      d = {wl.decided != 0, wl.kept};
-    } else {
-      d = decide_from_list<Policy>(sm, n, whole, bound, cfg, zmax, [&] { return chunk_mass(); });
-    }
-  }
-  TS_MERGE_MARK(4);
-
-  // ---- 2. bounded gather (min-p rows): every token that can be kept ----
-  // min-p keeps z >= zmax + ln(min_p).  One pass gathers the tokens above that
-  // floor; when they fit on chip the row is decided exactly from them.  Rows
-  // without min-p go straight to the fallback, whose histogram path decides
-  // them in two passes without such a floor.
-  if (!d.decided && cfg.m_active) {
-    const float zfloor = zmax + cfg.ln_minp - 1.0f;
-    __syncthreads();
-    if (threadIdx.x == 0) sm.count = 0;
-    __syncthreads();
-    for (int32_t i = threadIdx.x; i < a.vocab; i += Policy::kThreads) {
-      const float x = to_float(row[i]);
-      const float z = cfg.temperature == 1.0f ? x : contract::scale(x, cfg.temperature);
-      if (!(z >= zfloor) || !(z > -__builtin_huge_valf())) continue;
-      if (cfg.m_active && !contract::passes_min_p(z, zmax, cfg.ln_minp)) continue;
-      const int at = atomicAdd(&sm.count, 1);
-      if (at < Policy::kMergeCap) sm.cand[at] = pack_order(contract::order_key(z), (uint32_t)i);
-    }
-    __syncthreads();
-    if (sm.count <= Policy::kMergeCap) {
-      // Complete down to zfloor: every min-p survivor is here.
-      d = decide_from_list<Policy>(sm, sm.count, /*complete=*/true, 0, cfg, zmax,
-                                   [&] { return chunk_mass(); });
-    }
-  }
-  const bool use_fallback = !d.decided;
-  const int m = d.kept;
-
-  int32_t token;
-  int32_t kept;
-  double kept_mass = 0;
-  // A row whose best non-emitted token ties with its max holds a run of equal
-  // logits longer than a chunk emits (a constant row): no bin grid can split
-  // it, and on the split path its one-CTA fallback would run inside the
-  // persistent grid, where it delays other rows' items (measured: 7x slower at
-  // B = 1024).  Such rows keep the in-kernel fallback, one CTA per row.
-  const bool tie_run_at_max = rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax);  // next holds z keys
-  if (use_fallback && cfg.p_active && !cfg.k_active && !tie_run_at_max && split_vocab_ok<Policy>(a.vocab)) {
-    // Bins scaled to the row: ln(V / W) is the depth below the max where a
-    // typical token sits, so kFbDepthBins bins per that depth keep the bin at
-    // the boundary to a few hundred tokens on near-flat rows (depth ~1) and
-    // on peaked ones (depth ~10-20) alike.  W from the chunks' sums: top-p
-    // rows without min-p only; others keep the fixed grid.
-    float per_unit = (float)Policy::kFbBinsPerUnit;
-    if (!cfg.m_active) {
-      const double depth = log((double)a.vocab / chunk_mass());
-      per_unit = depth > 0.0 ? (float)fmin(fmax((double)Policy::kFbDepthBins / depth, 8.0), 65536.0) : 65536.0f;
-    }
-    defer_row<Policy>(a, row_id, zmax, per_unit);
-    return {kRowDeferred, -1, 0, kNan};
-  }
-  if (use_fallback) {
-    __syncthreads();
-    FallbackRow<T, Policy> fb{row, a.vocab, cfg.temperature, zmax, cfg.ln_minp, cfg.m_active, fsm};
-    const FallbackResult r = fb.run(cfg);
-    token = r.token;
-    kept = r.kept;
-    kept_mass = r.kept_mass;
-  } else if (wl.decided) {
-    token = wl.token;
-    kept = wl.kept;
-    kept_mass = wl.kept_mass;
-  } else {
-    uint64_t best = 0;
-    double w = 0;
-    for (int j = threadIdx.x; j < m; j += Policy::kThreads) {
-      const uint64_t p = sm.cand[j];
-      const float z = contract::key_to_float(packed_key(p));
-      const uint32_t idx = packed_index(p);
-      const float s = contract::race_score(z, cfg.seed, cfg.offset, idx);
-      const uint64_t q = pack_order(contract::order_key(s), idx);
-      best = q > best ? q : best;
-      w += exp((double)z - (double)zmax);
-    }
-    __syncthreads();
-    const uint64_t b = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(best, MaxU64{});
-    if (threadIdx.x == 0) sm.uval = b;
-    __syncthreads();
-    token = (int32_t)packed_index(sm.uval);
-    kept = m;
-    if (a.out.logprobs) {
-      const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
-      if (threadIdx.x == 0) sm.dval = t;
-      __syncthreads();
-      kept_mass = sm.dval;
-    }
-  }
-  TS_MERGE_MARK(5);
-  float lp = kNan;
-  if (a.out.logprobs) {
-    const float z = contract::scale(to_float(row[token]), cfg.temperature);
-    lp = (float)(((double)z - (double)zmax) - log(kept_mass));
-  }
-  TS_MERGE_MARK(6);
-  return {TOKENSIFT_ROW_OK, token, kept, lp};
+  return decide_and_draw<T, Policy>(a, row_id, cfg, sm, fsm, use_list, rs.next, zmax);
 }
 
 }  // namespace tokensift::cuda_detail

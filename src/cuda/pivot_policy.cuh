@@ -22,6 +22,22 @@
 #define TOKENSIFT_PIVOT_GUESS_ONCE 1
 #endif
 
+// Batches of scalar top-k rows from this many rows run the row-CTA kernel
+// (pivot_rowcta.cuh); a build-time knob so that a `variant` build can time
+// the chunked kernel on the same shapes (a huge value: never).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS 256
+#endif
+// The row-CTA kernel's logits per thread per iteration (in 16-byte loads in
+// flight) and its CTAs per SM (the register cap), knobs so that a `variant`
+// build can time others.
+#ifndef TOKENSIFT_PIVOT_ROWCTA_ITEMS
+#define TOKENSIFT_PIVOT_ROWCTA_ITEMS 32
+#endif
+#ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS 3
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -54,6 +70,18 @@ struct PivotPolicy {
   static constexpr int kFbStridedUnroll = 16; // scalar loads in flight per thread (generic path's fixed-order passes)
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's two launches
+  // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
+  // min-p) from this many rows; its first threshold aims at the row's top kRowCtaAim.
+  static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
+  static constexpr int kRowCtaAim = 256;
+  // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes in
+  // flight) at 3 CTAs per SM (80 registers).  Measured, fp32 / bf16 k50 at
+  // B = 1024: 276 / 266 us; 16 fp32 logits: 288 us; 4 CTAs per SM (64
+  // registers, spilling in the loop): 443 / 390 us (perf-notes v19).
+  static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
+  static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
+  static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this
+  static constexpr int kRowCtaMinPCompactions = 8;  // min-p rows: list compactions before the gather takes over
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and

@@ -55,6 +55,20 @@ struct PivotLayout {
 
 size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
 
+// Large batches whose every row is a min-p row, or a top-k row with k <
+// kWarpList and no min-p, by scalar parameters: one CTA streams each row
+// (pivot_rowcta.cuh).  Such rows end in the same decision on the same
+// sorted list on either path (the row's min-p survivors; the row's top k),
+// so the choice, made from the batch size, cannot change a row's result.  Per-row filter arrays keep the chunked kernel (seeds and
+// offsets may be per row: they do not change a row's path).
+static bool rowcta_applies(const LogitsView& logits, const SamplingParams& p) {
+  if (logits.rows < PivotPolicy::kRowCtaMinRows) return false;
+  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
+  if (contract::is_greedy_temperature(p.temperature.value)) return false;
+  if (p.min_p.value > 0.0f) return true;  // min-p rows, with any top-k and top-p
+  return p.top_k.value > 0 && p.top_k.value < PivotPolicy::kWarpList && (int64_t)p.top_k.value < logits.vocab;
+}
+
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
                          const SampleOutputs& out, void* workspace, cudaStream_t stream) {
   if (logits.rows == 0) return cudaSuccess;
@@ -94,6 +108,16 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   const bool may_split = split_vocab_ok<PivotPolicy>(logits.vocab) &&
                          (p.top_p.per_row != nullptr || p.top_p.value < 1.0f) &&
                          (p.top_k.per_row != nullptr || p.top_k.value <= 0 || p.top_k.value >= logits.vocab);
+  if (rowcta_applies(logits, params)) {
+    switch (logits.dtype) {
+      case DType::kF32:
+        return launch_rowcta_kernel<float>(a, p.min_p.value > 0.0f, may_split, stream);
+      case DType::kBF16:
+        return launch_rowcta_kernel<__nv_bfloat16>(a, p.min_p.value > 0.0f, may_split, stream);
+      case DType::kF16:
+        return launch_rowcta_kernel<__half>(a, p.min_p.value > 0.0f, may_split, stream);
+    }
+  }
   switch (logits.dtype) {
     case DType::kF32:
       return launch_pivot_kernels<float>(a, (unsigned)blocks, may_split, stream);

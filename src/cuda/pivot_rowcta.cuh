@@ -1,0 +1,455 @@
+// Row-CTA kernel of the pivot sampler: one CTA streams one row once against
+// a rising threshold (large batches of top-k or min-p rows, perf-notes step 3).
+//
+// Why: at B >= 256 the chunked kernel is issue-bound, and most of what it
+// issues is fixed work per 4,096 logits (two block reductions, the guess, a
+// summary, a ticket) plus ~2,500 candidates per row for the merge; the
+// greedy kernel, one CTA streaming a row, runs at the memory floor.  Here a
+// logit costs a load, a scale, a NaN-propagating max, an eligibility count
+// and one compare against the threshold tau; the rare token at or above tau
+// goes into the merge's shared candidate buffer.
+//
+// The passes: the first iteration's sample (4 logits per thread) gives a
+// Gaussian first tau aimed at the row's top kRowCtaAim (the chunk phase's
+// gaussian_guess).  Whenever the buffer passes half of kMergeCap, a radix
+// select over it (block_threshold_select) keeps its top k..kWarpList and tau
+// rises to that key; when ties at the k-th key make that impossible, the
+// buffer is sorted and cut at exactly k in the contract's order (tau is a
+// packed (key, index) threshold, so ties resolve by index like everywhere
+// else).  A token that finds the buffer full is remembered by its thread and
+// offered again after the compaction, so nothing is lost.  If tau overshot
+// (fewer than k tokens at or above it), the row is streamed again from the
+// bottom.  At the end the buffer holds exactly the row's tokens at or above
+// tau, at most kWarpList of them, and the merge's own decide_and_draw (the
+// one-warp finish) takes over.
+//
+// Min-p rows (kMinP; any top-k and top-p on top) keep instead every token
+// that passes min-p against the block's largest z so far (a lower bound on
+// the row's max, exchanged through one shared atomic max per thread and
+// iteration, so the test is tight from the first iteration); a half-full
+// buffer drops what fails against the current max.  At the end the list is
+// filtered against the row's max: exactly the row's min-p survivors, which
+// is the list the chunked merge decides from (from its candidates when they
+// are complete, from its bounded gather otherwise), so decide_and_draw gives
+// the same bits.  More survivors than the buffer holds: the list is
+// abandoned and decide_and_draw's own gather (and, past kMergeCap, its
+// fallback) takes the row, as on the chunked path.
+//
+// Why the bits equal the chunked path's (BatchInvariant checks it): for a
+// top-k row with k < kWarpList and no min-p, every token at or above the
+// row's k-th is a chunk candidate preceding every chunk's bound, and the
+// chunked merge ends in the one-warp finish on its first kWarpList
+// candidates in order (pivot_merge.cuh); that finish reads only the first k
+// in sorted order, which are the row's top k here too.  So this kernel runs
+// only for such rows, chosen on the host from scalar parameters (per-row
+// parameter arrays keep the chunked kernel: their row kinds are known only
+// on the device).  Failure modes: a row of NaN / +inf or with no eligible
+// token gets the chunked path's status; every compaction leaves at most
+// kWarpList entries (an exact cut on ties), so the buffer always makes room
+// and no row needs the fallback.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "cuda/block_bitonic_sort.cuh"
+#include "cuda/block_threshold_select.cuh"
+#include "cuda/pivot_chunk.cuh"
+#include "cuda/pivot_merge.cuh"
+
+namespace tokensift::cuda_detail {
+
+// The shared memory of the pivot kernels: a chunk CTA's phase, then, in the
+// row's last CTA, the merge and (when it cannot decide) the fallback.
+template <class Policy>
+union PivotSmem {
+  ChunkSmem<Policy> chunk;
+  MergeSmem<Policy> merge;
+  FallbackSmem<Policy> fallback;
+};
+
+// Keeps the buffer's top need..cap (exactly need on ties) and raises tau to
+// the cut: at most cap entries stay.  Call from all threads.
+template <class Policy>
+__device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau_sh, int need, int cap) {
+  constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
+  __syncthreads();
+  const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
+  if (n <= cap) return;
+  uint64_t v[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int i = s * Policy::kThreads + (int)threadIdx.x;
+    v[s] = i < n ? sm.cand[i] : 0ull;
+  }
+  const ThresholdResult t = block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, cap, 0u, sm.thresh);
+  uint64_t cut;
+  if (!t.exact) {
+    cut = (uint64_t)t.key << 32;  // every token whose key is at least t.key
+    int mine = 0;
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) mine += v[s] >= cut;
+    int pos, kept;
+    __syncthreads();
+    typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept);
+    __syncthreads();
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s)
+      if (v[s] >= cut) sm.cand[pos++] = v[s];
+    if (threadIdx.x == 0) sm.count = kept;
+  } else {
+    // Ties at the k-th key: the contract's order (index ascending among
+    // equal keys) decides, so sort and keep exactly `need`.
+    block_bitonic_sort_desc<Policy::kThreads>(sm.cand, n);
+    cut = sm.cand[need - 1];
+    if (threadIdx.x == 0) sm.count = need;
+  }
+  if (threadIdx.x == 0 && cut > tau_sh) tau_sh = cut;
+  __syncthreads();
+}
+
+// Min-p rows: keeps the buffer's tokens that pass min-p against cur_max (a
+// lower bound on the row's max, so every survivor stays).  Returns whether
+// the buffer now has room (under half full).
+template <class Policy>
+__device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur_max, float ln_minp) {
+  constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
+  __syncthreads();
+  const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
+  uint64_t v[kSlots];
+  int mine = 0;
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int i = s * Policy::kThreads + (int)threadIdx.x;
+    v[s] = i < n && contract::passes_min_p(contract::key_to_float(packed_key(sm.cand[i])), cur_max, ln_minp)
+               ? sm.cand[i]
+               : 0ull;
+    mine += v[s] != 0;
+  }
+  int pos, kept;
+  __syncthreads();
+  typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept);
+  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s)
+    if (v[s] != 0) sm.cand[pos++] = v[s];
+  if (threadIdx.x == 0) sm.count = kept;
+  __syncthreads();
+  return kept <= Policy::kMergeCap / 2;
+}
+
+// The merge's decision and draw behind a call, so that its registers (it is
+// most of the kernel's code) do not crowd the streaming loop's.
+template <class T, class Policy>
+__device__ __noinline__ RowResult rowcta_finish(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
+                                                PivotSmem<Policy>& smem, bool use_list, uint64_t next, float zmax) {
+  return decide_and_draw<T, Policy>(a, row_id, cfg, smem.merge, smem.fallback, use_list, next, zmax);
+}
+
+// One 16-byte vector of logits as floats, without taking its address (which
+// would put the loads' registers in local memory).
+template <class T>
+__device__ __forceinline__ void unpack_vector(const uint4& r, float (&f)[16 / sizeof(T)]);
+template <>
+__device__ __forceinline__ void unpack_vector<float>(const uint4& r, float (&f)[4]) {
+  f[0] = __uint_as_float(r.x), f[1] = __uint_as_float(r.y), f[2] = __uint_as_float(r.z), f[3] = __uint_as_float(r.w);
+}
+template <>
+__device__ __forceinline__ void unpack_vector<__nv_bfloat16>(const uint4& r, float (&f)[8]) {
+  const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // a bf16 is the high half of its float
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+template <>
+__device__ __forceinline__ void unpack_vector<__half>(const uint4& r, float (&f)[8]) {
+  const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __half2float(__ushort_as_half((unsigned short)(w[i] & 0xffffu)));
+    f[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(w[i] >> 16)));
+  }
+}
+
+// Offers the items of `mask` (scaled logits z, indices from idx0 / stride
+// as load_rowcta_items laid them out) that reach tau; returns those that
+// found the buffer full.
+template <class Policy, bool kMinP, int kPer, int kVec>
+__device__ __forceinline__ uint32_t rowcta_offer(MergeSmem<Policy>& sm, const float (&z)[kPer], uint32_t mask,
+                                                 int32_t i0, bool scalar, int32_t hi, int32_t ti, uint64_t tau,
+                                                 float tau_f, float cur_max, float ln_minp) {
+  uint32_t dropped = 0;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const bool want = kMinP ? contract::passes_min_p(z[j], cur_max, ln_minp) : z[j] >= tau_f;
+    if ((mask >> j & 1u) && want && z[j] > -__builtin_huge_valf()) {
+      const uint32_t idx = scalar ? (uint32_t)(j == 0 ? hi : ti)
+                                  : (uint32_t)(i0 + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec));
+      const uint64_t p = pack_order(contract::order_key(z[j]), idx);
+      if (p >= tau) {
+        const int at = atomicAdd(&sm.count, 1);
+        if (at < Policy::kMergeCap) sm.cand[at] = p;
+        else dropped |= 1u << j;
+      }
+    }
+  }
+  return dropped;
+}
+
+// The first tau from a sample of the first iteration: the row's top
+// kRowCtaAim by a Gaussian fit (a guess; the compactions correct it).  The
+// fit is taken twice, the second time without the samples beyond
+// kRowCtaTrimSigmas of the first: one sampled outlier (a dominant token of
+// 30 among N(0, 1) logits) inflates sigma enough that tau overshoots the
+// row's k-th and the row is streamed again (measured: B = 256 dominant rows
+// 156 us against 105 on the chunked kernel).
+template <class Policy>
+__device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, int32_t vocab,
+                                              typename ChunkSmem<Policy>::Reduce::TempStorage& temp,
+                                              uint64_t& tau_sh) {
+  __shared__ float bound_sh;
+  const float s[4] = {s0, s1, s2, s3};
+  float bound = __builtin_huge_valf();
+  ChunkStats r;
+  for (int fit = 0; fit < 2; ++fit) {
+    ChunkStats st{-__builtin_huge_valf(), 0, 0, 0.0f, 0.0f};
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      if (s[q] <= bound) add_sample(st, s[q]);
+    __syncthreads();
+    r = typename ChunkSmem<Policy>::Reduce(temp).Reduce(st, ChunkStatsOp{});
+    if (threadIdx.x == 0)
+      bound_sh = r.nsample > 1 ? sample_mean(r) + Policy::kRowCtaTrimSigmas * sqrtf(fmaxf(sample_var(r), 0.0f))
+                               : __builtin_huge_valf();
+    __syncthreads();
+    bound = bound_sh;
+  }
+  if (threadIdx.x == 0) {
+    ChunkStats g = r;
+    g.eligible = vocab;
+    const bool spread = r.nsample > 1 && sample_var(r) > 0.0f;
+    const float t = spread && vocab > Policy::kRowCtaAim
+                        ? gaussian_guess(g, false, Policy::kRowCtaAim, Policy::kRowCtaAim)
+                        : -__builtin_huge_valf();
+    tau_sh = t > -3.4028235e38f && t < __builtin_huge_valf() ? pack_order(contract::order_key(t), 0xffffffffu) : 1ull;
+  }
+  __syncthreads();
+}
+
+// kMinP: rows with min-p (any top-k and top-p); else top-k rows, k < kWarpList.
+template <class T, class Policy, bool kMinP>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(const PivotArgs a) {
+  constexpr int kVec = 16 / (int)sizeof(T);
+  constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
+  constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
+  static_assert(kPer <= 32 && kPer % 8 == 0, "one bit per logit in a 32-bit mask; whole vectors of every dtype");
+  constexpr float kInf = __builtin_huge_valf();
+  __shared__ PivotSmem<Policy> smem;
+  __shared__ RowConfig row_cfg;
+  __shared__ uint64_t tau_sh;
+  __shared__ ChunkStats stats_sh;
+  __shared__ typename ChunkSmem<Policy>::Reduce::TempStorage stats_temp;
+  __shared__ uint32_t max_key_sh;  // min-p rows: order key of the largest z so far
+  __shared__ int overflow_sh;      // min-p rows: more survivors than the buffer holds
+  MergeSmem<Policy>& sm = smem.merge;
+  const int64_t row_id = blockIdx.x;
+  const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
+  const int32_t vocab = a.vocab;
+  if (threadIdx.x == 0) row_cfg = load_row_config(a.params, row_id, vocab);
+  __syncthreads();
+  const RowConfig cfg = row_cfg;
+  const int need = cfg.top_k;
+  const bool unit = cfg.temperature == 1.0f;
+
+  // The row's 16-byte-aligned body in vectors; the head and tail (each
+  // shorter than a vector) go one element per thread in a last step.
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
+  int32_t head = (int32_t)(((16u - (addr & 15u)) & 15u) / sizeof(T));
+  if (addr % sizeof(T) != 0) head = vocab;
+  head = head < vocab ? head : vocab;
+  const int32_t nvec = (vocab - head) / kVec;
+  const int32_t tail = head + nvec * kVec;
+  const uint4* body = reinterpret_cast<const uint4*>(row + head);
+  const int32_t hi = (int32_t)threadIdx.x, ti = tail + (int32_t)threadIdx.x;
+
+  for (int pass = 0; pass < 2; ++pass) {
+    // Pass 1 (rare) restarts from the bottom when tau overshot.
+    if (threadIdx.x == 0) {
+      sm.count = 0;
+      // 0: not set yet; 1: every eligible token (min-p rows filter by min-p instead).
+      tau_sh = pass == 0 && !kMinP ? 0ull : 1ull;
+      max_key_sh = 0u;
+      overflow_sh = 0;
+    }
+    __syncthreads();
+    float raw_max = -kInf;
+    int eligible = 0;
+    uint64_t tau = tau_sh;
+    float tau_f = -kInf;
+    float my_zmax = -kInf, cur_max = -kInf;
+    int minp_compactions = 0;  // block-uniform
+    // Iterations over the body, then one over the head and tail.
+    for (int32_t base = 0;; base += Policy::kThreads * kUnroll) {
+      const bool scalar = base >= nvec;
+      float z[kPer];
+      uint32_t mask = 0;
+      if (!scalar) {
+        uint4 raw[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
+          raw[u] = v < nvec ? __ldcs(body + v) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
+          float f[kVec];
+          unpack_vector<T>(raw[u], f);
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) z[u * kVec + k] = f[k];
+          mask |= (v < nvec ? (1u << kVec) - 1u : 0u) << (u * kVec);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) z[j] = -kInf;
+        if (hi < head) z[0] = to_float(row[hi]), mask |= 1u;
+        if (ti < vocab) z[1] = to_float(row[ti]), mask |= 2u;
+      }
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        if (!(mask >> j & 1u)) {
+          z[j] = -kInf;
+          continue;
+        }
+        raw_max = max_nan(raw_max, z[j]);
+        const float sc = unit ? z[j] : contract::scale(z[j], cfg.temperature);
+        z[j] = sc > -kInf ? sc : -kInf;
+        eligible += z[j] > -kInf;
+      }
+      if (tau == 0ull) {
+        if (!scalar) rowcta_first_tau<Policy>(z[0], z[kPer / 4], z[kPer / 2], z[3 * kPer / 4], vocab, stats_temp, tau_sh);
+        else if (threadIdx.x == 0) tau_sh = 1ull;  // no whole vector: every eligible token
+        __syncthreads();
+        tau = tau_sh;
+        tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
+      }
+      if (kMinP) {
+        // The block's largest z so far, this iteration's included, so that
+        // the min-p test below is already tight on the first iteration.
+        float m = my_zmax;
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) m = fmaxf(m, z[j]);
+        if (m > my_zmax) {
+          my_zmax = m;
+          atomicMax(&max_key_sh, contract::order_key(m));
+        }
+        __syncthreads();
+        cur_max = max_key_sh ? contract::key_to_float(max_key_sh) : -kInf;
+        if (overflow_sh) mask = 0;  // the merge's gather will find the survivors
+      }
+      const int32_t i0 = head + base * kVec;
+      uint32_t dropped =
+          rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max, cfg.ln_minp);
+      // Over half full, or tokens that found no slot: compact, then offer
+      // those again, read back from the row (L2) so that z need not live
+      // across the compaction (it did, and spilled).
+      while (__syncthreads_or(!overflow_sh && (dropped != 0 || (threadIdx.x == 0 && sm.count > Policy::kMergeCap / 2)))) {
+        if (threadIdx.x == 0 && sm.count > Policy::kMergeCap) sm.count = Policy::kMergeCap;
+        if (kMinP) {
+          if (!rowcta_filter_minp<Policy>(sm, cur_max, cfg.ln_minp)) {
+            // More survivors than the buffer holds against the max so far
+            // (which may still rise: a dominant token not yet streamed).
+            // Keep the top ones and raise tau; the list stays usable if
+            // tau ends below the row's min-p threshold.  After
+            // kRowCtaMinPCompactions (a flat row: each is a sort of ties),
+            // stop listing; the merge's bounded gather or its fallback
+            // takes the row, as on the chunked path.
+            if (minp_compactions == Policy::kRowCtaMinPCompactions) {
+              if (threadIdx.x == 0) overflow_sh = 1;
+              __syncthreads();
+              break;
+            }
+            ++minp_compactions;
+            rowcta_compact<Policy>(sm, tau_sh, Policy::kMergeCap / 4, Policy::kMergeCap / 2);
+            tau = tau_sh;
+          }
+        } else {
+          rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
+          tau = tau_sh;
+          tau_f = contract::key_to_float(packed_key(tau));
+        }
+        uint32_t again = dropped;
+        dropped = 0;
+        while (again) {
+          const int j = __ffs((int)again) - 1;
+          again &= again - 1u;
+          const int32_t idx = scalar ? (j == 0 ? hi : ti)
+                                     : i0 + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec);
+          const float sc = contract::scale(to_float(row[idx]), cfg.temperature);
+          const bool want = kMinP ? contract::passes_min_p(sc, cur_max, cfg.ln_minp) : sc >= tau_f;
+          if (!want || !(sc > -kInf)) continue;
+          const uint64_t p = pack_order(contract::order_key(sc), (uint32_t)idx);
+          if (p < tau) continue;
+          const int at = atomicAdd(&sm.count, 1);
+          if (at < Policy::kMergeCap) sm.cand[at] = p;
+          else dropped |= 1u << j;
+        }
+      }
+      if (scalar) break;
+    }
+    {
+      ChunkStats st{raw_max, eligible, 0, 0.0f, 0.0f};
+      __syncthreads();
+      const ChunkStats r = typename ChunkSmem<Policy>::Reduce(stats_temp).Reduce(st, ChunkStatsOp{});
+      if (threadIdx.x == 0) stats_sh = r;
+      __syncthreads();
+    }
+    // Enough listed (at least k, or every eligible token), or a bad row: done.
+    if (kMinP || !(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
+  }
+
+  // The merge's statuses, in its order.
+  const ChunkStats rs = stats_sh;
+  const float kNan = __int_as_float(0x7fffffff);
+  RowResult r;
+  if (cfg.invalid) {
+    r = {TOKENSIFT_ROW_INVALID_PARAM, -1, 0, kNan};
+  } else if (!(rs.xmax < kInf)) {  // NaN or +inf
+    r = {TOKENSIFT_ROW_NAN_INPUT, -1, 0, kNan};
+  } else if (!(rs.xmax > -kInf)) {
+    r = {TOKENSIFT_ROW_NO_VALID_TOKEN, -1, 0, kNan};
+  } else {
+    // Through the order key like the merge (which folds -0 onto +0).
+    const float zmax = contract::scale(contract::key_to_float(contract::order_key(rs.xmax)), cfg.temperature);
+    if (zmax == kInf) {
+      r = {TOKENSIFT_ROW_NAN_INPUT, -1, 0, kNan};
+    } else if (rs.eligible == 0) {
+      r = {TOKENSIFT_ROW_NO_VALID_TOKEN, -1, 0, kNan};
+    } else {
+      bool use_list = true;
+      uint64_t next;
+      if (kMinP) {
+        // Exactly the row's min-p survivors (the chunked merge's list when
+        // its candidates are complete, and its bounded gather's otherwise).
+        // A raised tau cut tokens below it; none of them survives when the
+        // key at tau fails min-p against the row's max (the test is
+        // monotone in z), else the list is incomplete.
+        use_list = !overflow_sh;
+        if (use_list && tau_sh > 1ull)
+          use_list = !contract::passes_min_p(contract::key_to_float(packed_key(tau_sh)), zmax, cfg.ln_minp);
+        if (use_list) rowcta_filter_minp<Policy>(sm, zmax, cfg.ln_minp);
+        next = 0ull;
+      } else {
+        if (sm.count > Policy::kWarpList) rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
+        __syncthreads();
+        next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
+      }
+      r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, use_list, next, zmax);
+    }
+  }
+  if (threadIdx.x == 0 && r.status != kRowDeferred) write_result(a.out, row_id, r);
+}
+
+}  // namespace tokensift::cuda_detail
