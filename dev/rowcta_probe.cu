@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
 
   auto time = [&](auto&& launch) { return probe::median_event_us(launch, 9); };
   const float lib_us = time([&] { launch_pivot(lv, p, o, ws, 0); });
-  const double floor_us = (double)B * V * 4 / 4.2e3;  // ~4.2 TB/s copy bandwidth (read + write)
+  const double floor_us = (double)B * V * 4 / 4.2e6;  // bytes / (~4.2 TB/s copy bandwidth, read + write, in bytes per us)
   const float row4_us = time([&] { probe_rowcta_kernel<4><<<B, kThreads>>>(d_logits, V, (int32_t)V, p, d_out); });
   const float row_us = time([&] { probe_rowcta_kernel<8><<<B, kThreads>>>(d_logits, V, (int32_t)V, p, d_out); });
   printf("row-CTA with 4 loads in flight per thread: %.1f us (%.2fx floor)\n", row4_us, row4_us / floor_us);

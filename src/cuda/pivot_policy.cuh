@@ -71,7 +71,10 @@ struct PivotPolicy {
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's two launches
   // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
-  // min-p) from this many rows; its first threshold aims at the row's top kRowCtaAim.
+  // min-p) and scalar min-p calls from this many rows, where its grid first
+  // holds two rows per SM (fp32 k50: 91 us at 256 rows against the chunked
+  // kernel's 104; a row alone on an SM takes ~85 us, the chunked kernel does
+  // 128 rows in 62); its first threshold aims at the row's top kRowCtaAim.
   static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
   static constexpr int kRowCtaAim = 256;
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes in

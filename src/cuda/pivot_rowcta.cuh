@@ -11,7 +11,8 @@
 //
 // The passes: the first iteration's sample (4 logits per thread) gives a
 // Gaussian first tau aimed at the row's top kRowCtaAim (the chunk phase's
-// gaussian_guess).  Whenever the buffer passes half of kMergeCap, a radix
+// gaussian_guess, fitted twice so that a sampled outlier does not inflate
+// sigma).  Whenever the buffer passes half of kMergeCap, a radix
 // select over it (block_threshold_select) keeps its top k..kWarpList and tau
 // rises to that key; when ties at the k-th key make that impossible, the
 // buffer is sorted and cut at exactly k in the contract's order (tau is a
@@ -31,9 +32,14 @@
 // filtered against the row's max: exactly the row's min-p survivors, which
 // is the list the chunked merge decides from (from its candidates when they
 // are complete, from its bounded gather otherwise), so decide_and_draw gives
-// the same bits.  More survivors than the buffer holds: the list is
-// abandoned and decide_and_draw's own gather (and, past kMergeCap, its
-// fallback) takes the row, as on the chunked path.
+// the same bits.  A buffer that fills against a running max still below the
+// row's (a dominant token not yet streamed) is compacted to its top and tau
+// rises, up to kRowCtaMinPCompactions times; the list is used at the end
+// only if the key at tau fails min-p against the row's max (then nothing cut
+// could survive).  Otherwise the list is abandoned and decide_and_draw's own
+// gather (and, past kMergeCap, its fallback, which for top-p rows runs in
+// the split launches after this kernel) takes the row, as on the chunked
+// path.
 //
 // Why the bits equal the chunked path's (BatchInvariant checks it): for a
 // top-k row with k < kWarpList and no min-p, every token at or above the
