@@ -5,9 +5,15 @@
 // issues is fixed work per 4,096 logits (two block reductions, the guess, a
 // summary, a ticket) plus ~2,500 candidates per row for the merge; the
 // greedy kernel, one CTA streaming a row, runs at the memory floor.  Here a
-// logit costs a load, a scale, a NaN-propagating max, an eligibility count
-// and one compare against the threshold tau; the rare token at or above tau
-// goes into the merge's shared candidate buffer.
+// logit costs a load, two min / max instructions and (temperature not 1) a
+// scale: the offers to the candidate buffer and the eligibility count are
+// tested once per iteration of 32 logits per thread, against the
+// iteration's max and min, and only the rare iteration with a token at or
+// above the threshold tau (or a -inf) looks at its logits one by one.  The
+// loop runs in three forms: whole iterations at temperature 1, whole
+// iterations with a scale, and a generic one with a per-logit mask for the
+// first iteration (which sets the first tau), the row's end and its head and
+// tail.
 //
 // The passes: the first iteration's sample (4 logits per thread) gives a
 // Gaussian first tau aimed at the row's top kRowCtaAim (the chunk phase's
@@ -57,6 +63,7 @@
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <type_traits>
 
 #include "cuda/block_bitonic_sort.cuh"
 #include "cuda/block_threshold_select.cuh"
@@ -296,17 +303,23 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     float tau_f = -kInf;
     float my_zmax = -kInf, cur_max = -kInf;
     int minp_compactions = 0;  // block-uniform
-    // Iterations over the body, then one over the head and tail.
-    for (int32_t base = 0;; base += Policy::kThreads * kUnroll) {
-      const bool scalar = base >= nvec;
+    // One iteration: kFull when every vector of it is in the row (no
+    // per-logit mask: most of the row), kUnit when the temperature is 1 (no
+    // scale, no clamp: NaN fails every test below by itself).  The last
+    // iterations run the generic form, the head and tail (one logit per
+    // thread each) last of all.  Returns false after the scalar step.
+    auto iterate = [&](int32_t base, auto full_tag, auto unit_tag) {
+      constexpr bool kFull = decltype(full_tag)::value;
+      constexpr bool kUnit = decltype(unit_tag)::value;
+      const bool scalar = !kFull && base >= nvec;
       float z[kPer];
-      uint32_t mask = 0;
-      if (!scalar) {
+      uint32_t mask = kFull ? 0xffffffffu : 0u;
+      if (kFull || !scalar) {
         uint4 raw[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
-          raw[u] = v < nvec ? __ldcs(body + v) : make_uint4(0u, 0u, 0u, 0u);
+          raw[u] = kFull || v < nvec ? __ldcs(body + v) : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -315,7 +328,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           unpack_vector<T>(raw[u], f);
 #pragma unroll
           for (int k = 0; k < kVec; ++k) z[u * kVec + k] = f[k];
-          mask |= (v < nvec ? (1u << kVec) - 1u : 0u) << (u * kVec);
+          if (!kFull) mask |= (v < nvec ? (1u << kVec) - 1u : 0u) << (u * kVec);
         }
       } else {
 #pragma unroll
@@ -323,18 +336,34 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         if (hi < head) z[0] = to_float(row[hi]), mask |= 1u;
         if (ti < vocab) z[1] = to_float(row[ti]), mask |= 2u;
       }
+      // it_max (NaN-propagating) and it_min over this iteration's z: one
+      // test per iteration instead of per logit for the offers (rare: only
+      // a few hundred of a row's logits reach tau) and for the eligibility
+      // count (a row without -inf counts kPer per iteration).  A NaN makes
+      // the row's status NaN whatever the counts and candidates say.
+      float it_max = -kInf, it_min = kInf;
 #pragma unroll
       for (int j = 0; j < kPer; ++j) {
-        if (!(mask >> j & 1u)) {
+        if (!kFull && !(mask >> j & 1u)) {
           z[j] = -kInf;
           continue;
         }
-        raw_max = max_nan(raw_max, z[j]);
-        const float sc = unit ? z[j] : contract::scale(z[j], cfg.temperature);
-        z[j] = sc > -kInf ? sc : -kInf;
-        eligible += z[j] > -kInf;
+        if (!kUnit) {
+          raw_max = max_nan(raw_max, z[j]);
+          const float sc = contract::scale(z[j], cfg.temperature);
+          z[j] = sc > -kInf ? sc : -kInf;
+        }
+        it_max = max_nan(it_max, z[j]);
+        it_min = fminf(it_min, z[j]);
       }
-      if (tau == 0ull) {
+      if (kUnit) raw_max = max_nan(raw_max, it_max);
+      if (kFull && it_min > -kInf) {
+        eligible += kPer;
+      } else {
+#pragma unroll
+        for (int j = 0; j < kPer; ++j) eligible += z[j] > -kInf;
+      }
+      if (!kFull && tau == 0ull) {
         if (!scalar) rowcta_first_tau<Policy>(z[0], z[kPer / 4], z[kPer / 2], z[3 * kPer / 4], vocab, stats_temp, tau_sh);
         else if (threadIdx.x == 0) tau_sh = 1ull;  // no whole vector: every eligible token
         __syncthreads();
@@ -344,9 +373,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       if (kMinP) {
         // The block's largest z so far, this iteration's included, so that
         // the min-p test below is already tight on the first iteration.
-        float m = my_zmax;
-#pragma unroll
-        for (int j = 0; j < kPer; ++j) m = fmaxf(m, z[j]);
+        const float m = fmaxf(my_zmax, it_max);
         if (m > my_zmax) {
           my_zmax = m;
           atomicMax(&max_key_sh, contract::order_key(m));
@@ -356,12 +383,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         if (overflow_sh) mask = 0;  // the merge's gather will find the survivors
       }
       const int32_t i0 = head + base * kVec;
-      uint32_t dropped =
-          rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max, cfg.ln_minp);
+      const bool any = kMinP ? contract::passes_min_p(it_max, cur_max, cfg.ln_minp) : it_max >= tau_f;
+      uint32_t dropped = 0;
+      if (any)  // (a NaN row lists nothing: its status is NaN input)
+        dropped = rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max,
+                                                          cfg.ln_minp);
       // Over half full, or tokens that found no slot: compact, then offer
       // those again, read back from the row (L2) so that z need not live
       // across the compaction (it did, and spilled).
-      while (__syncthreads_or(!overflow_sh && (dropped != 0 || (threadIdx.x == 0 && sm.count > Policy::kMergeCap / 2)))) {
+      while (__syncthreads_or((!kMinP || !overflow_sh) &&
+                              (dropped != 0 || (threadIdx.x == 0 && sm.count > Policy::kMergeCap / 2)))) {
         if (threadIdx.x == 0 && sm.count > Policy::kMergeCap) sm.count = Policy::kMergeCap;
         if (kMinP) {
           if (!rowcta_filter_minp<Policy>(sm, cur_max, cfg.ln_minp)) {
@@ -403,7 +434,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           else dropped |= 1u << j;
         }
       }
-      if (scalar) break;
+      return !scalar;
+    };
+    // The first iteration in the generic form (it sets the first tau), the
+    // whole iterations, then the generic form until the scalar step.
+    constexpr int32_t kStep = Policy::kThreads * kUnroll;
+    if (iterate(0, std::false_type{}, std::false_type{})) {
+      int32_t base = kStep;
+      if (unit) {
+        for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::true_type{});
+      } else {
+        for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::false_type{});
+      }
+      while (iterate(base, std::false_type{}, std::false_type{})) base += kStep;
     }
     {
       ChunkStats st{raw_max, eligible, 0, 0.0f, 0.0f};
