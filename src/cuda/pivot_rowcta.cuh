@@ -186,6 +186,46 @@ __device__ __forceinline__ void unpack_vector<__half>(const uint4& r, float (&f)
   }
 }
 
+// The NaN-propagating max and the min of kUnroll vectors of 16-bit logits,
+// two at a time on the packed pairs (the max and min of the widened floats:
+// widening is exact).
+template <class T, int kUnroll>
+__device__ __forceinline__ void packed_max_min(const uint4 (&raw)[kUnroll], float& mx, float& mn) {
+  using Pair = typename std::conditional<std::is_same<T, __half>::value, __half2, __nv_bfloat162>::type;
+  const auto pair = [](uint32_t w) {
+    Pair p;
+    memcpy(&p, &w, sizeof(p));
+    return p;
+  };
+  Pair hi = pair(raw[0].x), lo = hi;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const uint32_t w[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      hi = __hmax2_nan(hi, pair(w[i]));
+      lo = __hmin2(lo, pair(w[i]));
+    }
+  }
+  mx = max_nan(to_float(hi.x), to_float(hi.y));
+  mn = fminf(to_float(lo.x), to_float(lo.y));
+}
+
+// How many of kUnroll vectors of 16-bit logits are not -inf (a NaN counts:
+// its row's status is NaN whatever the count), on the bits.
+template <class T, int kUnroll>
+__device__ __forceinline__ int packed_count_finite_below(const uint4 (&raw)[kUnroll]) {
+  constexpr uint32_t kNegInf = std::is_same<T, __half>::value ? 0xfc00u : 0xff80u;
+  int n = 0;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const uint32_t w[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) n += ((w[i] & 0xffffu) != kNegInf) + ((w[i] >> 16) != kNegInf);
+  }
+  return n;
+}
+
 // Offers the items of `mask` (scaled logits z, indices from idx0 / stride
 // as load_rowcta_items laid them out) that reach tau; returns those that
 // found the buffer full.
@@ -312,15 +352,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       constexpr bool kFull = decltype(full_tag)::value;
       constexpr bool kUnit = decltype(unit_tag)::value;
       const bool scalar = !kFull && base >= nvec;
+      // 16-bit logits at temperature 1 take the iteration's max and min two
+      // at a time on the packed pairs and widen only an iteration that must
+      // look at its logits one by one.
+      constexpr bool kPacked = kFull && kUnit && sizeof(T) == 2;
       float z[kPer];
       uint32_t mask = kFull ? 0xffffffffu : 0u;
-      if (kFull || !scalar) {
-        uint4 raw[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
-          raw[u] = kFull || v < nvec ? __ldcs(body + v) : make_uint4(0u, 0u, 0u, 0u);
-        }
+      uint4 raw[kUnroll];
+      const auto widen = [&] {
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
@@ -330,6 +369,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           for (int k = 0; k < kVec; ++k) z[u * kVec + k] = f[k];
           if (!kFull) mask |= (v < nvec ? (1u << kVec) - 1u : 0u) << (u * kVec);
         }
+      };
+      if (kFull || !scalar) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
+          raw[u] = kFull || v < nvec ? __ldcs(body + v) : make_uint4(0u, 0u, 0u, 0u);
+        }
+        if (!kPacked) widen();
       } else {
 #pragma unroll
         for (int j = 0; j < kPer; ++j) z[j] = -kInf;
@@ -342,23 +389,29 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       // count (a row without -inf counts kPer per iteration).  A NaN makes
       // the row's status NaN whatever the counts and candidates say.
       float it_max = -kInf, it_min = kInf;
+      if constexpr (kPacked) {
+        packed_max_min<T, kUnroll>(raw, it_max, it_min);
+      } else {
 #pragma unroll
-      for (int j = 0; j < kPer; ++j) {
-        if (!kFull && !(mask >> j & 1u)) {
-          z[j] = -kInf;
-          continue;
+        for (int j = 0; j < kPer; ++j) {
+          if (!kFull && !(mask >> j & 1u)) {
+            z[j] = -kInf;
+            continue;
+          }
+          if (!kUnit) {
+            raw_max = max_nan(raw_max, z[j]);
+            const float sc = contract::scale(z[j], cfg.temperature);
+            z[j] = sc > -kInf ? sc : -kInf;
+          }
+          it_max = max_nan(it_max, z[j]);
+          it_min = fminf(it_min, z[j]);
         }
-        if (!kUnit) {
-          raw_max = max_nan(raw_max, z[j]);
-          const float sc = contract::scale(z[j], cfg.temperature);
-          z[j] = sc > -kInf ? sc : -kInf;
-        }
-        it_max = max_nan(it_max, z[j]);
-        it_min = fminf(it_min, z[j]);
       }
       if (kUnit) raw_max = max_nan(raw_max, it_max);
       if (kFull && it_min > -kInf) {
         eligible += kPer;
+      } else if constexpr (kPacked) {
+        eligible += packed_count_finite_below<T, kUnroll>(raw);
       } else {
 #pragma unroll
         for (int j = 0; j < kPer; ++j) eligible += z[j] > -kInf;
@@ -385,9 +438,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       const int32_t i0 = head + base * kVec;
       const bool any = kMinP ? contract::passes_min_p(it_max, cur_max, cfg.ln_minp) : it_max >= tau_f;
       uint32_t dropped = 0;
-      if (any)  // (a NaN row lists nothing: its status is NaN input)
+      if (any) {  // (a NaN row lists nothing: its status is NaN input)
+        if constexpr (kPacked) widen();
         dropped = rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max,
                                                           cfg.ln_minp);
+      }
       // Over half full, or tokens that found no slot: compact, then offer
       // those again, read back from the row (L2) so that z need not live
       // across the compaction (it did, and spilled).
