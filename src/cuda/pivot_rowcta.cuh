@@ -5,15 +5,15 @@
 // issues is fixed work per 4,096 logits (two block reductions, the guess, a
 // summary, a ticket) plus ~2,500 candidates per row for the merge; the
 // greedy kernel, one CTA streaming a row, runs at the memory floor.  Here a
-// logit costs a load, two min / max instructions and (temperature not 1) a
-// scale: the offers to the candidate buffer and the eligibility count are
-// tested once per iteration of 32 logits per thread, against the
-// iteration's max and min, and only the rare iteration with a token at or
-// above the threshold tau (or a -inf) looks at its logits one by one.  The
-// loop runs in three forms: whole iterations at temperature 1, whole
-// iterations with a scale, and a generic one with a per-logit mask for the
-// first iteration (which sets the first tau), the row's end and its head and
-// tail.
+// logit costs a load and a max and a min (one of each per two logits on
+// packed bf16 / fp16 pairs): the offers to the candidate buffer and the
+// eligibility count are tested once per iteration of 32 logits per thread,
+// against the iteration's scaled max and min (scaling is monotone), and only
+// the rare iteration with a token at or above the threshold tau (or a -inf)
+// forms its z one by one.  The loop runs in three forms: whole iterations at
+// temperature 1, whole iterations with a scale, and a generic one with a
+// per-logit mask for the first iteration (which sets the first tau), the
+// row's end and its head and tail.
 //
 // The passes: the first iteration's sample (4 logits per thread) gives a
 // Gaussian first tau aimed at the row's top kRowCtaAim (the chunk phase's
@@ -345,17 +345,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     int minp_compactions = 0;  // block-uniform
     // One iteration: kFull when every vector of it is in the row (no
     // per-logit mask: most of the row), kUnit when the temperature is 1 (no
-    // scale, no clamp: NaN fails every test below by itself).  The last
+    // scale).  The last
     // iterations run the generic form, the head and tail (one logit per
     // thread each) last of all.  Returns false after the scalar step.
     auto iterate = [&](int32_t base, auto full_tag, auto unit_tag) {
       constexpr bool kFull = decltype(full_tag)::value;
       constexpr bool kUnit = decltype(unit_tag)::value;
       const bool scalar = !kFull && base >= nvec;
-      // 16-bit logits at temperature 1 take the iteration's max and min two
-      // at a time on the packed pairs and widen only an iteration that must
-      // look at its logits one by one.
-      constexpr bool kPacked = kFull && kUnit && sizeof(T) == 2;
+      // Whole iterations keep the raw logits and take their max and min (on
+      // packed pairs for 16-bit types, two logits per instruction); z is
+      // formed logit by logit only in an iteration that offers or holds a
+      // -inf.  Scaling is monotone (a correctly rounded division by T > 0),
+      // so the iteration's largest and smallest z are its scaled max and
+      // min: two divisions per iteration instead of one per logit.
       float z[kPer];
       uint32_t mask = kFull ? 0xffffffffu : 0u;
       uint4 raw[kUnroll];
@@ -370,13 +372,23 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           if (!kFull) mask |= (v < nvec ? (1u << kVec) - 1u : 0u) << (u * kVec);
         }
       };
+      const auto to_z = [&] {  // whole iterations: widen and scale
+        widen();
+        if (!kUnit) {
+#pragma unroll
+          for (int j = 0; j < kPer; ++j) {
+            const float sc = contract::scale(z[j], cfg.temperature);
+            z[j] = sc > -kInf ? sc : -kInf;
+          }
+        }
+      };
       if (kFull || !scalar) {
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
           raw[u] = kFull || v < nvec ? __ldcs(body + v) : make_uint4(0u, 0u, 0u, 0u);
         }
-        if (!kPacked) widen();
+        if (!kFull) widen();
       } else {
 #pragma unroll
         for (int j = 0; j < kPer; ++j) z[j] = -kInf;
@@ -386,35 +398,48 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       // it_max (NaN-propagating) and it_min over this iteration's z: one
       // test per iteration instead of per logit for the offers (rare: only
       // a few hundred of a row's logits reach tau) and for the eligibility
-      // count (a row without -inf counts kPer per iteration).  A NaN makes
-      // the row's status NaN whatever the counts and candidates say.
+      // count (an iteration without -inf counts kPer).  A NaN makes the
+      // row's status NaN whatever the counts and candidates say.
       float it_max = -kInf, it_min = kInf;
-      if constexpr (kPacked) {
-        packed_max_min<T, kUnroll>(raw, it_max, it_min);
+      if constexpr (kFull) {
+        if constexpr (sizeof(T) == 2) {
+          packed_max_min<T, kUnroll>(raw, it_max, it_min);
+        } else {
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const float f[4] = {__uint_as_float(raw[u].x), __uint_as_float(raw[u].y), __uint_as_float(raw[u].z),
+                                __uint_as_float(raw[u].w)};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) it_max = max_nan(it_max, f[k]), it_min = fminf(it_min, f[k]);
+          }
+        }
+        raw_max = max_nan(raw_max, it_max);
+        if (!kUnit) {
+          it_max = contract::scale(it_max, cfg.temperature);
+          it_min = contract::scale(it_min, cfg.temperature);
+        }
+        if (it_min > -kInf) {
+          eligible += kPer;
+        } else if constexpr (kUnit && sizeof(T) == 2) {
+          eligible += packed_count_finite_below<T, kUnroll>(raw);
+        } else {
+          to_z();
+#pragma unroll
+          for (int j = 0; j < kPer; ++j) eligible += z[j] > -kInf;
+        }
       } else {
 #pragma unroll
         for (int j = 0; j < kPer; ++j) {
-          if (!kFull && !(mask >> j & 1u)) {
+          if (!(mask >> j & 1u)) {
             z[j] = -kInf;
             continue;
           }
-          if (!kUnit) {
-            raw_max = max_nan(raw_max, z[j]);
-            const float sc = contract::scale(z[j], cfg.temperature);
-            z[j] = sc > -kInf ? sc : -kInf;
-          }
+          raw_max = max_nan(raw_max, z[j]);
+          const float sc = contract::scale(z[j], cfg.temperature);
+          z[j] = sc > -kInf ? sc : -kInf;
           it_max = max_nan(it_max, z[j]);
-          it_min = fminf(it_min, z[j]);
+          eligible += z[j] > -kInf;
         }
-      }
-      if (kUnit) raw_max = max_nan(raw_max, it_max);
-      if (kFull && it_min > -kInf) {
-        eligible += kPer;
-      } else if constexpr (kPacked) {
-        eligible += packed_count_finite_below<T, kUnroll>(raw);
-      } else {
-#pragma unroll
-        for (int j = 0; j < kPer; ++j) eligible += z[j] > -kInf;
       }
       if (!kFull && tau == 0ull) {
         if (!scalar) rowcta_first_tau<Policy>(z[0], z[kPer / 4], z[kPer / 2], z[3 * kPer / 4], vocab, stats_temp, tau_sh);
@@ -439,7 +464,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       const bool any = kMinP ? contract::passes_min_p(it_max, cur_max, cfg.ln_minp) : it_max >= tau_f;
       uint32_t dropped = 0;
       if (any) {  // (a NaN row lists nothing: its status is NaN input)
-        if constexpr (kPacked) widen();
+        if constexpr (kFull) to_z();
         dropped = rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max,
                                                           cfg.ln_minp);
       }
