@@ -461,7 +461,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         if (overflow_sh) mask = 0;  // the merge's gather will find the survivors
       }
       const int32_t i0 = head + base * kVec;
-      const bool any = kMinP ? contract::passes_min_p(it_max, cur_max, cfg.ln_minp) : it_max >= tau_f;
+      // Whole iterations also bound the thread's best packed (key, index):
+      // its largest key at its smallest index.  After a cut inside a run of
+      // ties (a flat row) the rest of the run packs below tau, so later
+      // iterations skip it instead of testing each logit (v19c offered
+      // every logit of a flat min-p row after its first compaction).
+      bool any = kMinP ? contract::passes_min_p(it_max, cur_max, cfg.ln_minp) : it_max >= tau_f;
+      if (kFull)
+        any = any && pack_order(contract::order_key(it_max), (uint32_t)(i0 + (int32_t)threadIdx.x * kVec)) >= tau;
       uint32_t dropped = 0;
       if (any) {  // (a NaN row lists nothing: its status is NaN input)
         if constexpr (kFull) to_z();
