@@ -108,6 +108,26 @@ struct MergeSmem {
   int ival;
 };
 
+// Writes the entries of v (one per slot row, as the caller read them from
+// the list) that `keep` accepts to the front of sm.cand, in slot order, and
+// returns how many; the list's compactions (the merge's pre-selection, the
+// row-CTA kernel's threshold and min-p compactions).  Call from all threads;
+// reading sm.cand after it needs a barrier.
+template <class Policy, int kSlots, class Keep>
+__device__ __forceinline__ int compact_list(MergeSmem<Policy>& sm, const uint64_t (&v)[kSlots], Keep keep) {
+  int mine = 0;
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) mine += keep(v[s]);
+  int pos, kept;
+  __syncthreads();
+  typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept);
+  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s)
+    if (keep(v[s])) sm.cand[pos++] = v[s];
+  return kept;
+}
+
 struct RowResult {
   int32_t status, token, kept;
   float logprob;
@@ -354,21 +374,12 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
           block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, to_warp ? Policy::kWarpList : Policy::kPreselect,
                                                                      0, sm.thresh);
       TS_MERGE_MARK(10);
-      int mine = 0;
+      const auto keep = [&](uint64_t e) { return e != 0 && packed_key(e) >= t.key; };
       uint64_t dropped = 0;
 #pragma unroll
-      for (int s2 = 0; s2 < kSlots; ++s2) {
-        const bool keep = v[s2] != 0 && packed_key(v[s2]) >= t.key;
-        mine += keep;
-        if (!keep && v[s2] > dropped) dropped = v[s2];
-      }
-      int pos, kept_total;
-      __syncthreads();
-      typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept_total);
-      __syncthreads();
-#pragma unroll
       for (int s2 = 0; s2 < kSlots; ++s2)
-        if (v[s2] != 0 && packed_key(v[s2]) >= t.key) sm.cand[pos++] = v[s2];
+        if (!keep(v[s2]) && v[s2] > dropped) dropped = v[s2];
+      const int kept_total = compact_list<Policy>(sm, v, keep);
       __syncthreads();
       TS_MERGE_MARK(11);
       const uint64_t dmax = typename MergeSmem<Policy>::ReduceU64(sm.temp.u64).Reduce(dropped, MaxU64{});
