@@ -32,7 +32,7 @@ typedef enum tokensift_status {
   TOKENSIFT_OK = 0,
   TOKENSIFT_ERROR_NULL_POINTER = 1,          /* a required pointer is NULL */
   TOKENSIFT_ERROR_INVALID_VOCAB = 2,         /* vocab < 1 or > INT32_MAX */
-  TOKENSIFT_ERROR_INVALID_STRIDE = 3,        /* row_stride < vocab */
+  TOKENSIFT_ERROR_INVALID_STRIDE = 3,        /* row_stride < vocab, or data not aligned to its elements */
   TOKENSIFT_ERROR_INVALID_ROWS = 4,          /* rows < 0 */
   TOKENSIFT_ERROR_INVALID_DTYPE = 5,         /* unknown dtype */
   TOKENSIFT_ERROR_INVALID_TEMPERATURE = 6,   /* T < 0, NaN or inf */

@@ -122,6 +122,11 @@ Status Sampler::sample(const LogitsView& logits, const SamplingParams& params,
       return fail(Status::kInvalidStride,
                   "logits.row_stride = %" PRId64 ": must be >= vocab = %" PRId64,
                   logits.row_stride, logits.vocab);
+    // Typed loads of a misaligned pointer fault on the GPU and are undefined
+    // on the CPU; the row-CTA kernel would read only its first 256 logits.
+    if (logits.rows > 0 && reinterpret_cast<uintptr_t>(logits.data) % dtype_size(logits.dtype) != 0)
+      return fail(Status::kInvalidStride, "logits.data = %p: not aligned to its %zu-byte elements", logits.data,
+                  dtype_size(logits.dtype));
     if (Status st = check_scalars(params); st != Status::kOk) return st;
     size_t need = 0;
     if (Status st = workspace_size(logits.rows, logits.vocab, logits.dtype, &need);

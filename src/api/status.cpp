@@ -27,7 +27,7 @@ const char* status_string(Status status) {
     case Status::kOk: return "ok";
     case Status::kNullPointer: return "null pointer: a required pointer is NULL";
     case Status::kInvalidVocab: return "invalid vocab: vocab < 1 or > INT32_MAX";
-    case Status::kInvalidStride: return "invalid stride: row_stride < vocab";
+    case Status::kInvalidStride: return "invalid layout: row_stride < vocab, or logits.data not aligned to its elements";
     case Status::kInvalidRows: return "invalid rows: rows < 0";
     case Status::kInvalidDtype: return "invalid dtype: not fp32, bf16 or fp16";
     case Status::kInvalidTemperature: return "invalid temperature: T < 0, NaN or inf";

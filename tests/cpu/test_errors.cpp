@@ -185,6 +185,17 @@ TEST(CErrors, InvalidStride) {
   EXPECT_C_ERROR(c, c.sample(), TOKENSIFT_ERROR_INVALID_STRIDE, "stride");
 }
 
+// A logits pointer off its element size: a clear error, never a fault.
+TEST(CErrors, MisalignedLogits) {
+  CCall c;
+  const char* base = reinterpret_cast<const char*>(c.logits.data);
+  c.logits.data = base + 2;  // fp32 rows: half an element off
+  EXPECT_C_ERROR(c, c.sample(), TOKENSIFT_ERROR_INVALID_STRIDE, "aligned");
+  c.logits.dtype = TOKENSIFT_DTYPE_BF16;
+  c.logits.data = base + 1;
+  EXPECT_C_ERROR(c, c.sample(), TOKENSIFT_ERROR_INVALID_STRIDE, "aligned");
+}
+
 TEST(CErrors, InvalidDtype) {
   CCall c;
   c.logits.dtype = (tokensift_dtype)7;

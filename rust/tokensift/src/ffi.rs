@@ -35,7 +35,7 @@ pub const TOKENSIFT_OK: tokensift_status = 0;
 pub const TOKENSIFT_ERROR_NULL_POINTER: tokensift_status = 1;
 /// `vocab < 1` or `> INT32_MAX`.
 pub const TOKENSIFT_ERROR_INVALID_VOCAB: tokensift_status = 2;
-/// `row_stride < vocab`.
+/// `row_stride < vocab`, or the logits pointer not aligned to its elements.
 pub const TOKENSIFT_ERROR_INVALID_STRIDE: tokensift_status = 3;
 /// `rows < 0`.
 pub const TOKENSIFT_ERROR_INVALID_ROWS: tokensift_status = 4;

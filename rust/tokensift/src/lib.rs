@@ -47,7 +47,7 @@ pub enum Status {
     NullPointer,
     /// `vocab < 1` or `vocab > 2^31 - 1`.
     InvalidVocab,
-    /// `row_stride < vocab`.
+    /// `row_stride < vocab`, or the logits pointer not aligned to its elements.
     InvalidStride,
     /// `rows < 0` (or, from this crate, too large for `int64_t`).
     InvalidRows,
