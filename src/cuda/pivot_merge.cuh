@@ -108,6 +108,25 @@ struct MergeSmem {
   int ival;
 };
 
+// Writes the entries of v (one per slot row, as the caller read them from
+// the list) that `keep` accepts to the front of sm.cand, in slot order, and
+// returns how many: the row-CTA kernel's threshold and min-p compactions.
+// Call from all threads; reading sm.cand after it needs a barrier.
+template <class Policy, int kSlots, class Keep>
+__device__ __forceinline__ int compact_list(MergeSmem<Policy>& sm, const uint64_t (&v)[kSlots], Keep keep) {
+  int mine = 0;
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) mine += keep(v[s]);
+  int pos, kept;
+  __syncthreads();
+  typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept);
+  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s)
+    if (keep(v[s])) sm.cand[pos++] = v[s];
+  return kept;
+}
+
 struct RowResult {
   int32_t status, token, kept;
   float logprob;

@@ -92,16 +92,7 @@ __device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau
   uint64_t cut;
   if (!t.exact) {
     cut = (uint64_t)t.key << 32;  // every token whose key is at least t.key
-    int mine = 0;
-#pragma unroll
-    for (int s = 0; s < kSlots; ++s) mine += v[s] >= cut;
-    int pos, kept;
-    __syncthreads();
-    typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept);
-    __syncthreads();
-#pragma unroll
-    for (int s = 0; s < kSlots; ++s)
-      if (v[s] >= cut) sm.cand[pos++] = v[s];
+    const int kept = compact_list<Policy>(sm, v, [&](uint64_t e) { return e >= cut; });
     if (threadIdx.x == 0) sm.count = kept;
   } else {
     // Ties at the k-th key: the contract's order (index ascending among
@@ -123,22 +114,14 @@ __device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur
   __syncthreads();
   const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
   uint64_t v[kSlots];
-  int mine = 0;
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
     const int i = s * Policy::kThreads + (int)threadIdx.x;
     v[s] = i < n && contract::passes_min_p(contract::key_to_float(packed_key(sm.cand[i])), cur_max, ln_minp)
                ? sm.cand[i]
                : 0ull;
-    mine += v[s] != 0;
   }
-  int pos, kept;
-  __syncthreads();
-  typename MergeSmem<Policy>::ScanInt(sm.temp.scan_int).ExclusiveSum(mine, pos, kept);
-  __syncthreads();
-#pragma unroll
-  for (int s = 0; s < kSlots; ++s)
-    if (v[s] != 0) sm.cand[pos++] = v[s];
+  const int kept = compact_list<Policy>(sm, v, [](uint64_t e) { return e != 0; });
   if (threadIdx.x == 0) sm.count = kept;
   __syncthreads();
   return kept <= Policy::kMergeCap / 2;
