@@ -89,6 +89,11 @@ struct Shape {
   int64_t rows;
 };
 
+// Batches of the kernel-choice tests (greedy argmax, row-CTA).
+struct BatchShape {
+  int64_t rows, vocab;
+};
+
 void run_matrix(Algo algo, const char* name, double scale) {
   const Shape shapes[] = {{1, 60000},     {2, 100000},    {3, 100000},    {7, 100000},   {17, 100000},
                           {33, 100000},   {100, 100000},  {1000, 150000}, {4095, 50000}, {4096, 50000},
@@ -412,12 +417,9 @@ TEST(GpuSampler, GreedyScalarBatchesMatchCpu) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["greedy_scalar"];
   int reported = 0;
-  struct Shape {
-    int64_t rows, vocab;
-  };
-  const Shape shapes[] = {{127, 4099}, {128, 1}, {130, 3}, {200, 4099}, {257, 129280}, {128, 262208}};
+  const BatchShape shapes[] = {{127, 4099}, {128, 1}, {130, 3}, {200, 4099}, {257, 129280}, {128, 262208}};
   uint64_t seed = 900;
-  for (const Shape& sh : shapes)
+  for (const BatchShape& sh : shapes)
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
       for (float temp : {0.0f, 5e-6f}) {
         BatchOptions o;  // the mixed distribution (every row shape), padded strides
@@ -451,22 +453,19 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["rowcta_scalar"];
   int reported = 0;
-  struct Shape {
-    int64_t rows, vocab;
-  };
   struct Filter {
     float temperature;
     int32_t top_k;
     float top_p;
     float min_p;
   };
-  const Shape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}};
+  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}};
   const Filter filters[] = {{1.0f, 50, 0.9f, 0.0f},  {0.7f, 8, 1.0f, 0.0f},   {1.5f, 63, 0.5f, 0.0f},
                             {1.0f, 1, 1.0f, 0.0f},   {1.0f, 0, 1.0f, 0.05f},  {0.8f, 20, 0.9f, 0.1f},
                             {1.0f, 100, 1.0f, 0.02f}, {1.2f, 0, 0.95f, 0.3f}};
   uint64_t seed = 1700;
   int64_t alone_checked = 0, alone_differ = 0;
-  for (const Shape& sh : shapes)
+  for (const BatchShape& sh : shapes)
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
       if (sh.vocab == 262208 && dt != DType::kBF16) continue;  // one dtype at the largest V
       for (const Filter& f : filters) {
