@@ -330,8 +330,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     // Whole iterations read their vectors one iteration ahead (kRowCtaAhead):
     // without it a CTA has one iteration's loads in flight and none during
     // its work and barrier (Nsight: 2.2 TB/s, warps mostly waiting on loads
-    // or the barrier, perf-notes v21).
-    constexpr bool kAhead = Policy::kRowCtaAhead;
+    // or the barrier, perf-notes v21).  Not for fp32 min-p rows: their
+    // extra 32 registers spill in that loop at the 2-CTA cap (v21: 26-40 %
+    // slower there, 5-20 % faster everywhere else).
+    constexpr bool kAhead = Policy::kRowCtaAhead && !(kMinP && sizeof(T) == 4);
     uint4 ahead[kUnroll];
     const auto load_ahead = [&](int32_t b) {
 #pragma unroll
