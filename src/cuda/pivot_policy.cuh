@@ -35,7 +35,11 @@
 #define TOKENSIFT_PIVOT_ROWCTA_ITEMS 32
 #endif
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS
-#define TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS 3
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS 2
+#endif
+// Whether its whole iterations load one iteration ahead (1) or not (0).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
+#define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
 #endif
 
 namespace tokensift::cuda_detail {
@@ -83,6 +87,7 @@ struct PivotPolicy {
   // registers, spilling in the loop): 443 / 390 us (perf-notes v19).
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
+  static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
   static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this
   static constexpr int kRowCtaMinPCompactions = 8;  // min-p rows: list compactions before the gather takes over
 };

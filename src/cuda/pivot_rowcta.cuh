@@ -326,6 +326,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     float tau_f = -kInf;
     float my_zmax = -kInf, cur_max = -kInf;
     int minp_compactions = 0;  // block-uniform
+    constexpr int32_t kStep = Policy::kThreads * kUnroll;  // vectors per iteration
+    // Whole iterations read their vectors one iteration ahead (kRowCtaAhead):
+    // without it a CTA has one iteration's loads in flight and none during
+    // its work and barrier (Nsight: 2.2 TB/s, warps mostly waiting on loads
+    // or the barrier, perf-notes v21).  Not for fp32 min-p rows: their
+    // extra 32 registers spill in that loop at the 2-CTA cap (v21: 26-40 %
+    // slower there, 5-20 % faster everywhere else).
+    constexpr bool kAhead = Policy::kRowCtaAhead && !(kMinP && sizeof(T) == 4);
+    uint4 ahead[kUnroll];
+    const auto load_ahead = [&](int32_t b) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) ahead[u] = __ldcs(body + b + u * Policy::kThreads + (int32_t)threadIdx.x);
+    };
     // One iteration: kFull when every vector of it is in the row (no
     // per-logit mask: most of the row), kUnit when the temperature is 1 (no
     // scale).  The last
@@ -365,7 +378,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           }
         }
       };
-      if (kFull || !scalar) {
+      if (kFull && kAhead) {
+        // This iteration's vectors came one iteration ahead; the next
+        // one's go out now, so that they are in flight across this
+        // iteration's work and its barrier.
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) raw[u] = ahead[u];
+        if (base + 2 * kStep <= nvec) load_ahead(base + kStep);
+      } else if (kFull || !scalar) {
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
@@ -508,7 +528,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     };
     // The first iteration in the generic form (it sets the first tau), the
     // whole iterations, then the generic form until the scalar step.
-    constexpr int32_t kStep = Policy::kThreads * kUnroll;
+    // The first whole iteration's loads go out before the first iteration
+    // (its block reduction and barriers) runs.
+    if (kAhead && 2 * kStep <= nvec) load_ahead(kStep);
     if (iterate(0, std::false_type{}, std::false_type{})) {
       int32_t base = kStep;
       if (unit) {
