@@ -76,15 +76,18 @@ struct PivotPolicy {
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's two launches
   // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
   // min-p) and scalar min-p calls from this many rows, where its grid first
-  // holds two rows per SM (fp32 k50: 91 us at 256 rows against the chunked
-  // kernel's 104; a row alone on an SM takes ~85 us, the chunked kernel does
+  // holds two rows per SM (fp32 k50: 62 us at 256 rows against the chunked
+  // kernel's 104; a row alone on an SM takes ~60 us, the chunked kernel does
   // 128 rows in 62); its first threshold aims at the row's top kRowCtaAim.
   static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
   static constexpr int kRowCtaAim = 256;
-  // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes in
-  // flight) at 3 CTAs per SM (80 registers).  Measured, fp32 / bf16 k50 at
-  // B = 1024: 276 / 266 us; 16 fp32 logits: 288 us; 4 CTAs per SM (64
-  // registers, spilling in the loop): 443 / 390 us (perf-notes v19).
+  // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),
+  // loaded one iteration ahead (twice that in flight), at 2 CTAs per SM (128
+  // registers).  Measured, fp32 / bf16 k50 at B = 1024 (perf-notes
+  // v19b-v21b): 246 / 202 us; not ahead at 3 CTAs per SM (80 registers) 263
+  // / 211, at 2 CTAs 249 / 222; ahead with 16 logits at 3 CTAs 309 / 227; 4
+  // CTAs per SM spill in the loop.  fp32 min-p rows never load ahead (they
+  // spill at 128 registers; pivot_rowcta.cuh).
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
