@@ -8,9 +8,11 @@
 // logit costs a load and a max and a min (one of each per two logits on
 // packed bf16 / fp16 pairs): the offers to the candidate buffer and the
 // eligibility count are tested once per iteration of 32 logits per thread,
-// against the iteration's scaled max and min (scaling is monotone), and only
-// the rare iteration with a token at or above the threshold tau (or a -inf)
-// forms its z one by one.  The loop runs in three forms: whole iterations at
+// against the iteration's scaled max and min (scaling is monotone); an
+// iteration with a token at or above the threshold tau tests its vectors'
+// maxima and forms z one by one only in the vectors that reach it (a warp
+// pays for a vector when any lane flags it: with ~280 offers per row, nearly
+// every warp-iteration has one), and one with a -inf counts one by one.  The loop runs in three forms: whole iterations at
 // temperature 1, whole iterations with a scale, and a generic one with a
 // per-logit mask for the first iteration (which sets the first tau), the
 // row's end and its head and tail.
@@ -171,28 +173,34 @@ __device__ __forceinline__ void unpack_vector<__half>(const uint4& r, float (&f)
 
 // The NaN-propagating max and the min of kUnroll vectors of 16-bit logits,
 // two at a time on the packed pairs (the max and min of the widened floats:
-// widening is exact).
+// widening is exact), and each vector's max as a float (vmax): the offers
+// test vector by vector.  The same number of packed instructions as one
+// chain over all pairs; the vectors' floats are formed only when asked.
 template <class T, int kUnroll>
-__device__ __forceinline__ void packed_max_min(const uint4 (&raw)[kUnroll], float& mx, float& mn) {
+struct PackedMaxMin {
   using Pair = typename std::conditional<std::is_same<T, __half>::value, __half2, __nv_bfloat162>::type;
-  const auto pair = [](uint32_t w) {
+  Pair vhi[kUnroll];  // each vector's max pair
+
+  static __device__ __forceinline__ Pair pair(uint32_t w) {
     Pair p;
     memcpy(&p, &w, sizeof(p));
     return p;
-  };
-  Pair hi = pair(raw[0].x), lo = hi;
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const uint32_t w[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      hi = __hmax2_nan(hi, pair(w[i]));
-      lo = __hmin2(lo, pair(w[i]));
-    }
   }
-  mx = max_nan(to_float(hi.x), to_float(hi.y));
-  mn = fminf(to_float(lo.x), to_float(lo.y));
-}
+  __device__ __forceinline__ void run(const uint4 (&raw)[kUnroll], float& mx, float& mn) {
+    Pair lo = pair(raw[0].x), hi;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const uint32_t w[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
+      vhi[u] = __hmax2_nan(__hmax2_nan(pair(w[0]), pair(w[1])), __hmax2_nan(pair(w[2]), pair(w[3])));
+      hi = u == 0 ? vhi[0] : __hmax2_nan(hi, vhi[u]);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) lo = __hmin2(lo, pair(w[i]));
+    }
+    mx = max_nan(to_float(hi.x), to_float(hi.y));
+    mn = fminf(to_float(lo.x), to_float(lo.y));
+  }
+  __device__ __forceinline__ float vmax(int u) const { return max_nan(to_float(vhi[u].x), to_float(vhi[u].y)); }
+};
 
 // How many of kUnroll vectors of 16-bit logits are not -inf (a NaN counts:
 // its row's status is NaN whatever the count), on the bits.
@@ -228,6 +236,46 @@ __device__ __forceinline__ uint32_t rowcta_offer(MergeSmem<Policy>& sm, const fl
         const int at = atomicAdd(&sm.count, 1);
         if (at < Policy::kMergeCap) sm.cand[at] = p;
         else dropped |= 1u << j;
+      }
+    }
+  }
+  return dropped;
+}
+
+// rowcta_offer for a whole iteration, vector by vector: only the vectors
+// in `vflags` (those whose max reaches tau or passes min-p: a superset of
+// the vectors holding an offered token, since scaling and both tests are
+// monotone; a vector with a NaN is skipped, its row's status is NaN) form
+// their z and test their tokens.  A warp runs a vector's tests when any of
+// its lanes flags that vector; it ran all kPer tests per lane when any lane
+// offered anything, which at ~280 offers per row was nearly every iteration
+// (~15 instructions per logit).
+template <class T, class Policy, bool kMinP, bool kUnit, int kPer, int kVec>
+__device__ __forceinline__ uint32_t rowcta_offer_vectors(MergeSmem<Policy>& sm, const uint4 (&raw)[kPer / kVec],
+                                                         uint32_t vflags, int32_t i0, uint64_t tau, float tau_f,
+                                                         float cur_max, float ln_minp, float temperature) {
+  uint32_t dropped = 0;
+#pragma unroll
+  for (int u = 0; u < kPer / kVec; ++u) {
+    if (!(vflags >> u & 1u)) continue;
+    float f[kVec];
+    unpack_vector<T>(raw[u], f);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      float z = f[k];
+      if (!kUnit) {
+        const float sc = contract::scale(z, temperature);
+        z = sc > -__builtin_huge_valf() ? sc : -__builtin_huge_valf();
+      }
+      const bool want = kMinP ? contract::passes_min_p(z, cur_max, ln_minp) : z >= tau_f;
+      if (want && z > -__builtin_huge_valf()) {
+        const uint32_t idx = (uint32_t)(i0 + (u * Policy::kThreads + (int)threadIdx.x) * kVec + k);
+        const uint64_t p = pack_order(contract::order_key(z), idx);
+        if (p >= tau) {
+          const int at = atomicAdd(&sm.count, 1);
+          if (at < Policy::kMergeCap) sm.cand[at] = p;
+          else dropped |= 1u << (u * kVec + k);
+        }
       }
     }
   }
@@ -404,16 +452,25 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       // count (an iteration without -inf counts kPer).  A NaN makes the
       // row's status NaN whatever the counts and candidates say.
       float it_max = -kInf, it_min = kInf;
+      // Each vector's raw max, for the offers' per-vector test.
+      float vmax32[sizeof(T) == 4 ? kUnroll : 1];
+      PackedMaxMin<T, sizeof(T) == 2 ? kUnroll : 1> packed;
+      const auto vmax = [&](int u) {
+        if constexpr (sizeof(T) == 4) return vmax32[u];
+        else return packed.vmax(u);
+      };
       if constexpr (kFull) {
         if constexpr (sizeof(T) == 2) {
-          packed_max_min<T, kUnroll>(raw, it_max, it_min);
+          packed.run(raw, it_max, it_min);
         } else {
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) {
             const float f[4] = {__uint_as_float(raw[u].x), __uint_as_float(raw[u].y), __uint_as_float(raw[u].z),
                                 __uint_as_float(raw[u].w)};
+            vmax32[u] = max_nan(max_nan(f[0], f[1]), max_nan(f[2], f[3]));
+            it_max = max_nan(it_max, vmax32[u]);
 #pragma unroll
-            for (int k = 0; k < 4; ++k) it_max = max_nan(it_max, f[k]), it_min = fminf(it_min, f[k]);
+            for (int k = 0; k < 4; ++k) it_min = fminf(it_min, f[k]);
           }
         }
         raw_max = max_nan(raw_max, it_max);
@@ -474,9 +531,21 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         any = any && pack_order(contract::order_key(it_max), (uint32_t)(i0 + (int32_t)threadIdx.x * kVec)) >= tau;
       uint32_t dropped = 0;
       if (any) {  // (a NaN row lists nothing: its status is NaN input)
-        if constexpr (kFull) to_z();
-        dropped = rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max,
-                                                          cfg.ln_minp);
+        if constexpr (kFull) {
+          uint32_t vflags = 0;
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const float vm = kUnit ? vmax(u) : contract::scale(vmax(u), cfg.temperature);
+            const bool want = kMinP ? contract::passes_min_p(vm, cur_max, cfg.ln_minp) : vm >= tau_f;
+            vflags |= want ? 1u << u : 0u;
+          }
+          if (mask == 0u) vflags = 0u;  // min-p rows past overflow
+          dropped = rowcta_offer_vectors<T, Policy, kMinP, kUnit, kPer, kVec>(sm, raw, vflags, i0, tau, tau_f,
+                                                                              cur_max, cfg.ln_minp, cfg.temperature);
+        } else {
+          dropped = rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max,
+                                                            cfg.ln_minp);
+        }
       }
       // Over half full, or tokens that found no slot: compact, then offer
       // those again, read back from the row (L2) so that z need not live
