@@ -11,8 +11,9 @@
 // against the iteration's scaled max and min (scaling is monotone); an
 // iteration with a token at or above the threshold tau tests its vectors'
 // maxima and forms z one by one only in the vectors that reach it (a warp
-// pays for a vector when any lane flags it: with ~280 offers per row, nearly
-// every warp-iteration has one), and one with a -inf counts one by one.  The loop runs in three forms: whole iterations at
+// pays for a vector when any lane flags it: with ~280 offers per row,
+// nearly every warp-iteration has one), and one with a -inf counts one by
+// one.  The loop runs in three forms: whole iterations at
 // temperature 1, whole iterations with a scale, and a generic one with a
 // per-logit mask for the first iteration (which sets the first tau), the
 // row's end and its head and tail.
@@ -453,8 +454,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       // row's status NaN whatever the counts and candidates say.
       float it_max = -kInf, it_min = kInf;
       // Each vector's raw max, for the offers' per-vector test.
-      float vmax32[sizeof(T) == 4 ? kUnroll : 1];
-      PackedMaxMin<T, sizeof(T) == 2 ? kUnroll : 1> packed;
+      [[maybe_unused]] float vmax32[sizeof(T) == 4 ? kUnroll : 1] = {};  // set by whole iterations only
+      [[maybe_unused]] PackedMaxMin<T, sizeof(T) == 2 ? kUnroll : 1> packed;
       const auto vmax = [&](int u) {
         if constexpr (sizeof(T) == 4) return vmax32[u];
         else return packed.vmax(u);
