@@ -4,7 +4,7 @@
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
-#                                   benchflat,profile,kernels,variant,probe (default build,test,sanitize,bench)
+#                                   benchflat,profile,profileprobe,kernels,variant,probe (default build,test,sanitize,bench)
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 set -uo pipefail
@@ -122,6 +122,42 @@ if has profile; then
     ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda,sass >"$rep-source.csv" 2>&1 ||
       ncu -i "$rep.ncu-rep" --page source --csv >"$rep-source.csv" 2>&1
     grep -E "Duration|Issue Slots Busy|Memory Throughput|Achieved Occupancy|Registers Per|No Eligible" "$rep-details.csv" | head -12
+    rm -f "$rep.ncu-rep"
+  done
+fi
+
+if has profileprobe; then
+  # dev/rowcta_probe's kernel beside the library's row-CTA kernel, one launch
+  # each at B = 1024, k50 (the probe ran 160 us where a library build of the
+  # same shape, 16 logits per thread at 4 CTAs per SM, ran 229: perf-notes
+  # next step 1).  Build the library first (`build`); set VARIANT_FLAGS-like
+  # knobs for the library side with PROBE_LIB_FLAGS (a separate build).
+  log profile probe
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
+    dev/rowcta_probe.cu src/cuda/greedy_argmax.cu -o /tmp/rowcta_probe 2>"$OUT/probe-build.log" || tail -5 "$OUT/probe-build.log"
+  lib=$BUILD
+  if [ -n "${PROBE_LIB_FLAGS:-}" ]; then
+    lib=build/h200-probe-lib
+    cmake -S . -B $lib -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+          "-DCMAKE_CUDA_FLAGS=$PROBE_LIB_FLAGS" >"$OUT/build-probe-lib.log" 2>&1 &&
+    cmake --build $lib -j16 --target sampler_bench >>"$OUT/build-probe-lib.log" 2>&1 || tail -20 "$OUT/build-probe-lib.log"
+  fi
+  for who in probe lib; do
+    rep="$OUT/ncu-$who-b1024-k50"
+    if [ $who = probe ]; then
+      timeout 200 ncu --clock-control none --set full --import-source yes -k regex:probe_rowcta_kernel \
+        --launch-skip 3 --launch-count 1 -o "$rep" -f /tmp/rowcta_probe 1024 50 1 >"$rep.log" 2>&1
+    else
+      timeout 200 ncu --clock-control none --set full --import-source yes -k regex:rowcta_topk \
+        --launch-skip 2 --launch-count 1 -o "$rep" -f \
+        $lib/bench/sampler_bench --out /dev/null --vocabs 129280 --batches 1024 --dists outlier_head --algos pivot \
+        --dtypes fp32 --cases k50 --reps 3 >"$rep.log" 2>&1
+    fi
+    echo "ncu $who rc=$?"
+    ncu -i "$rep.ncu-rep" --page details --csv >"$rep-details.csv" 2>&1
+    ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda,sass >"$rep-source.csv" 2>&1 ||
+      ncu -i "$rep.ncu-rep" --page source --csv >"$rep-source.csv" 2>&1
+    grep -E "Duration|Issue Slots Busy|Memory Throughput|Achieved Occupancy|Registers Per|No Eligible|Warp Cycles Per Issued" "$rep-details.csv" | head -12
     rm -f "$rep.ncu-rep"
   done
 fi
