@@ -37,6 +37,11 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS
 #define TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS 2
 #endif
+// The row rank its first threshold aims at (top-k rows): fewer aimed means
+// fewer offers per row, a guess that overshoots the k-th means a second pass.
+#ifndef TOKENSIFT_PIVOT_ROWCTA_AIM
+#define TOKENSIFT_PIVOT_ROWCTA_AIM 256
+#endif
 // Whether its whole iterations load one iteration ahead (1) or not (0).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
@@ -80,7 +85,7 @@ struct PivotPolicy {
   // kernel's 104; a row alone on an SM takes ~60 us, the chunked kernel does
   // 128 rows in 62); its first threshold aims at the row's top kRowCtaAim.
   static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
-  static constexpr int kRowCtaAim = 256;
+  static constexpr int kRowCtaAim = TOKENSIFT_PIVOT_ROWCTA_AIM;
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),
   // loaded one iteration ahead (twice that in flight), at 2 CTAs per SM (128
   // registers).  Measured, fp32 / bf16 k50 at B = 1024 (perf-notes
