@@ -16,6 +16,16 @@ BUILD=build/h200
 export TOKENSIFT_COMMIT=${TOKENSIFT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 log() { echo "== $(date +%T) $*"; }
+# An Nsight Compute report ($1.ncu-rep) as CSV pages for reading here (the
+# details and the per-line source page), its headline metrics, then dropped.
+ncu_export() {
+  ncu -i "$1.ncu-rep" --page details --csv >"$1-details.csv" 2>&1
+  ncu -i "$1.ncu-rep" --page source --csv --print-source cuda,sass >"$1-source.csv" 2>&1 ||
+    ncu -i "$1.ncu-rep" --page source --csv >"$1-source.csv" 2>&1
+  grep -E "Duration|Issue Slots Busy|Memory Throughput|Achieved Occupancy|Registers Per|No Eligible|Warp Cycles Per Issued" \
+    "$1-details.csv" | head -12
+  rm -f "$1.ncu-rep"
+}
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 
@@ -118,11 +128,7 @@ if has profile; then
       $BUILD/bench/sampler_bench --out /dev/null --vocabs 129280 --batches $b --dists outlier_head --algos pivot \
       --dtypes fp32 --cases $c --reps 3 >"$rep.log" 2>&1
     echo "ncu B=$b $c rc=$?"
-    ncu -i "$rep.ncu-rep" --page details --csv >"$rep-details.csv" 2>&1
-    ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda,sass >"$rep-source.csv" 2>&1 ||
-      ncu -i "$rep.ncu-rep" --page source --csv >"$rep-source.csv" 2>&1
-    grep -E "Duration|Issue Slots Busy|Memory Throughput|Achieved Occupancy|Registers Per|No Eligible" "$rep-details.csv" | head -12
-    rm -f "$rep.ncu-rep"
+    ncu_export "$rep"
   done
 fi
 
@@ -154,11 +160,7 @@ if has profileprobe; then
         --dtypes fp32 --cases k50 --reps 3 >"$rep.log" 2>&1
     fi
     echo "ncu $who rc=$?"
-    ncu -i "$rep.ncu-rep" --page details --csv >"$rep-details.csv" 2>&1
-    ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda,sass >"$rep-source.csv" 2>&1 ||
-      ncu -i "$rep.ncu-rep" --page source --csv >"$rep-source.csv" 2>&1
-    grep -E "Duration|Issue Slots Busy|Memory Throughput|Achieved Occupancy|Registers Per|No Eligible|Warp Cycles Per Issued" "$rep-details.csv" | head -12
-    rm -f "$rep.ncu-rep"
+    ncu_export "$rep"
   done
 fi
 
