@@ -390,9 +390,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     };
     // One iteration: kFull when every vector of it is in the row (no
     // per-logit mask: most of the row), kUnit when the temperature is 1 (no
-    // scale).  The last
-    // iterations run the generic form, the head and tail (one logit per
-    // thread each) last of all.  Returns false after the scalar step.
+    // scale).  The last iterations run the generic form, the head and tail
+    // (one logit per thread each) last of all.  Returns false after the
+    // scalar step.
     auto iterate = [&](int32_t base, auto full_tag, auto unit_tag) {
       constexpr bool kFull = decltype(full_tag)::value;
       constexpr bool kUnit = decltype(unit_tag)::value;
