@@ -26,6 +26,20 @@ ncu_export() {
     "$1-details.csv" | head -12
   rm -f "$1.ncu-rep"
 }
+# A dev/ probe built against the library's headers: $1 the probe's name,
+# then extra nvcc flags; the compiler's output appends to probe-build.log.
+build_probe() {
+  local name=$1; shift
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc "$@" \
+    dev/$name.cu src/cuda/greedy_argmax.cu -o /tmp/$name 2>>"$OUT/probe-build.log"
+}
+# The sampler benchmark alone, built in $1 with CUDA flags $2 (policy knobs),
+# its build log in $3.
+build_bench_variant() {
+  cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+        "-DCMAKE_CUDA_FLAGS=$2" >"$3" 2>&1 &&
+  cmake --build "$1" -j16 --target sampler_bench >>"$3" 2>&1 || tail -20 "$3"
+}
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 
@@ -67,14 +81,10 @@ if has probe; then
   # Row-by-row probes (dev/): the merging CTA's stages at B = 1, and the
   # fallback rows of top-p alone.
   log probe
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
-    -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu -o /tmp/merge_probe 2>"$OUT/probe-build.log" &
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
-    -DTOKENSIFT_FB_TRACE dev/fallback_probe.cu src/cuda/greedy_argmax.cu -o /tmp/fallback_probe 2>>"$OUT/probe-build.log" &
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
-    dev/cluster_probe.cu src/cuda/greedy_argmax.cu -o /tmp/cluster_probe 2>>"$OUT/probe-build.log" &
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
-    dev/rowcta_probe.cu src/cuda/greedy_argmax.cu -o /tmp/rowcta_probe 2>>"$OUT/probe-build.log" &
+  build_probe merge_probe -DTOKENSIFT_MERGE_TRACE &
+  build_probe fallback_probe -DTOKENSIFT_FB_TRACE &
+  build_probe cluster_probe &
+  build_probe rowcta_probe &
   wait
   for args in "8 50 0.9 0" "8 50 1 0" "8 0 0.9 0" "8 0 1 0.05"; do
     echo "-- merge_probe $args"; /tmp/merge_probe $args 2>&1 | tail -11
@@ -102,9 +112,7 @@ if has variant; then
   for vflags in "${vsets[@]}"; do
     log "variant $vi: $vflags"
     vb=build/h200-v$vi
-    cmake -S . -B $vb -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-          "-DCMAKE_CUDA_FLAGS=$vflags" >"$OUT/build-variant$vi.log" 2>&1 &&
-    cmake --build $vb -j16 --target sampler_bench >>"$OUT/build-variant$vi.log" 2>&1 || tail -20 "$OUT/build-variant$vi.log"
+    build_bench_variant $vb "$vflags" "$OUT/build-variant$vi.log"
     $vb/bench/sampler_bench --out "$OUT/bench-variant$vi.json" --vocabs 129280 --batches ${VARIANT_BATCHES:-1,64,256,1024} \
       --dists outlier_head --algos pivot --reps 10 2>&1 | tail -40
     vi=$((vi + 1))
@@ -139,14 +147,11 @@ if has profileprobe; then
   # next step 1).  Build the library first (`build`); set VARIANT_FLAGS-like
   # knobs for the library side with PROBE_LIB_FLAGS (a separate build).
   log profile probe
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
-    dev/rowcta_probe.cu src/cuda/greedy_argmax.cu -o /tmp/rowcta_probe 2>"$OUT/probe-build.log" || tail -5 "$OUT/probe-build.log"
+  build_probe rowcta_probe || tail -5 "$OUT/probe-build.log"
   lib=$BUILD
   if [ -n "${PROBE_LIB_FLAGS:-}" ]; then
     lib=build/h200-probe-lib
-    cmake -S . -B $lib -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-          "-DCMAKE_CUDA_FLAGS=$PROBE_LIB_FLAGS" >"$OUT/build-probe-lib.log" 2>&1 &&
-    cmake --build $lib -j16 --target sampler_bench >>"$OUT/build-probe-lib.log" 2>&1 || tail -20 "$OUT/build-probe-lib.log"
+    build_bench_variant $lib "$PROBE_LIB_FLAGS" "$OUT/build-probe-lib.log"
   fi
   for who in probe lib; do
     rep="$OUT/ncu-$who-b1024-k50"

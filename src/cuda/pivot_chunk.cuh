@@ -85,14 +85,8 @@ struct ChunkSmem {
   float guess;     // the Gaussian pivot guess, derived once (rows without min-p)
 };
 
-// The Gaussian pivot guess for an emission window [n, cap] of the chunk's
-// eligible tokens.  It aims at the window's middle: geometric for top-k rows
-// (whose window [k, kCap] spans a wide ratio), arithmetic for the others.  A
-// count has a Poisson spread of sqrt(e) plus the sample's error in mean and
-// sigma; aiming low (at 1.15 k) missed about one chunk in five, each miss a
-// radix select (Nsight Compute, perf-notes v10).
-// The sample's variance (0 without a sample): the Gaussian fit's sigma^2,
-// and whether the chunk has spread enough for a guess at all.
+// The sample's mean and variance (0 without a sample): the Gaussian fit's mu
+// and sigma^2, and whether the chunk has spread enough for a guess at all.
 __device__ __forceinline__ float sample_mean(const ChunkStats& st) {
   return st.nsample ? st.sum / (float)st.nsample : 0.0f;
 }
@@ -100,6 +94,13 @@ __device__ __forceinline__ float sample_var(const ChunkStats& st) {
   const float mean = sample_mean(st);
   return st.nsample ? st.sumsq / (float)st.nsample - mean * mean : 0.0f;
 }
+
+// The Gaussian pivot guess for an emission window [n, cap] of the chunk's
+// eligible tokens.  It aims at the window's middle: geometric for top-k rows
+// (whose window [k, kCap] spans a wide ratio), arithmetic for the others.  A
+// count has a Poisson spread of sqrt(e) plus the sample's error in mean and
+// sigma; aiming low (at 1.15 k) missed about one chunk in five, each miss a
+// radix select (Nsight Compute, perf-notes v10).
 __device__ __forceinline__ float guess_aim(bool top_k, int n, int cap) {
   return top_k ? sqrtf((float)n * (float)cap) : 0.5f * (float)(n + cap);
 }

@@ -65,18 +65,23 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   }
 }
 
+// The split fallback's two launches, after a kernel that may defer rows to
+// it.  They never have more items than the call has chunks: a small batch
+// gets a small grid (1,024 CTAs that find no item still cost a launch's
+// worth of scheduling and one contended atomic each).
+template <class T>
+void launch_split_fallback(const PivotArgs& a, cudaStream_t stream) {
+  const int64_t items = a.rows * a.chunks;
+  const dim3 grid((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
+  const dim3 block(PivotPolicy::kThreads);
+  split_hist_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
+  split_gather_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
+}
+
 template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream) {
-  // The split launches never have more items than the call has chunks: a
-  // small batch gets a small grid (1,024 CTAs that find no item still cost a
-  // launch's worth of scheduling and one contended atomic each).
-  const unsigned split_ctas = blocks < (unsigned)PivotPolicy::kSplitCtas ? blocks : (unsigned)PivotPolicy::kSplitCtas;
-  const dim3 grid(blocks), block(PivotPolicy::kThreads), split_grid(split_ctas);
-  pivot_sample_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
-  if (may_split) {
-    split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
-    split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
-  }
+  pivot_sample_kernel<T, PivotPolicy><<<blocks, PivotPolicy::kThreads, 0, stream>>>(a);
+  if (may_split) launch_split_fallback<T>(a, stream);
   return cudaGetLastError();
 }
 
@@ -90,12 +95,7 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, bool may_split,
   rowcta_topk_kernel<T, PivotPolicy, true><<<grid, block, 0, stream>>>(a);
   // Min-p rows with top-p and no top-k whose survivors overflow the merge's
   // buffer are deferred to the split fallback, as on the chunked path.
-  if (may_split) {
-    const int64_t items = a.rows * a.chunks;
-    const dim3 split_grid((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
-    split_hist_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
-    split_gather_kernel<T, PivotPolicy><<<split_grid, block, 0, stream>>>(a);
-  }
+  if (may_split) launch_split_fallback<T>(a, stream);
   return cudaGetLastError();
 }
 
