@@ -54,8 +54,11 @@ fi
 if has test; then
   log gpu tests
   TOKENSIFT_GPU_REPORT="$OUT/gpu-report.json" TOKENSIFT_GPU_ROW_SCALE=${ROW_SCALE:-1} \
-    timeout 420 $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 2>&1 | tail -60 | tee "$OUT/gpu-tests.log"
+    timeout ${TEST_TIMEOUT:-420} $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 2>&1 | tail -60 | tee "$OUT/gpu-tests.log"
+  rc=${PIPESTATUS[0]}
   cat "$OUT/gpu-report.json" 2>/dev/null
+  # A kernel that hangs would hang every later step too: stop (device time is scarce).
+  if [ "$rc" = 124 ]; then echo "gpu tests timed out (TEST_TIMEOUT ${TEST_TIMEOUT:-420} s): later steps skipped"; exit 1; fi
 fi
 
 if has sanitize; then
@@ -64,7 +67,7 @@ if has sanitize; then
   for tool in memcheck racecheck initcheck; do
     log "compute-sanitizer $tool"
     TOKENSIFT_GPU_ROW_SCALE=0.00002 timeout ${SAN_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
-      $BUILD/tests/gpu/tokensift_test_gpu --gtest_filter='*PivotMatches*:*Invalid*' >"$OUT/san-$tool.log" 2>&1
+      $BUILD/tests/gpu/tokensift_test_gpu --gtest_filter="${SAN_FILTER:-*PivotMatches*:*Invalid*:*GraphCaptureAndReplayRowCta*}" >"$OUT/san-$tool.log" 2>&1
     rc=$?
     echo "$tool rc=$rc"; tail -4 "$OUT/san-$tool.log"
     echo "$tool $rc" >>"$OUT/sanitizers.txt"

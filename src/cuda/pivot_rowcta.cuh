@@ -360,7 +360,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   const int32_t hi = (int32_t)threadIdx.x, ti = tail + (int32_t)threadIdx.x;
 
   for (int pass = 0; pass < 2; ++pass) {
-    // Pass 1 (rare) restarts from the bottom when tau overshot.
+    // Pass 1 (rare) restarts from the bottom when tau overshot; every thread
+    // has read pass 0's count (the test below the loop) before it is reset.
+    if (pass == 1) __syncthreads();
     if (threadIdx.x == 0) {
       sm.count = 0;
       // 0: not set yet; 1: every eligible token (min-p rows filter by min-p instead).
@@ -553,7 +555,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       // across the compaction (it did, and spilled).
       while (__syncthreads_or((!kMinP || !overflow_sh) &&
                               (dropped != 0 || (threadIdx.x == 0 && sm.count > Policy::kMergeCap / 2)))) {
-        if (threadIdx.x == 0 && sm.count > Policy::kMergeCap) sm.count = Policy::kMergeCap;
         if (kMinP) {
           if (!rowcta_filter_minp<Policy>(sm, cur_max, cfg.ln_minp)) {
             // More survivors than the buffer holds against the max so far

@@ -289,6 +289,64 @@ TEST(GpuSampler, GraphCaptureAndReplay) {
   if (ok) flags()["graph_capture"] = "pass";
 }
 
+// The same for a batch that takes the row-CTA kernel (scalar top-k, B >= 256):
+// its first launch, inside the capture, sets the kernel's dynamic shared
+// memory limit for its ring of bulk copies (sm_90).
+TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
+  TS_REQUIRE_GPU();
+  HostBatch b = make_batch(256, 129280, DType::kF32, 2025);
+  for (int64_t r = 0; r < b.rows; ++r) {
+    RowParams p = b.params(r);
+    p.temperature = 0.8f, p.min_p = 0.0f, p.top_k = 50, p.top_p = 0.9f, p.offset = 100;
+    b.set_params(r, p);
+  }
+  const auto scalar = [](DeviceBatch& db) {
+    db.params.temperature = {0.8f, nullptr};
+    db.params.min_p = {0.0f, nullptr};
+    db.params.top_k = {50, nullptr};
+    db.params.top_p = {0.9f, nullptr};
+  };
+  DeviceBatch d(b);
+  scalar(d);
+  GpuSampler g;
+  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  cudaStream_t s;
+  TS_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  TS_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  ASSERT_EQ(g.run(d, s), Status::kOk) << last_error_message();
+  advance_offsets_kernel<<<1, 256, 0, s>>>(d.offset->as<uint64_t>(), b.rows);
+  TS_CUDA_OK(cudaStreamEndCapture(s, &graph));
+  TS_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  bool ok = true;
+  for (int step = 0; step < 3; ++step) {
+    d.poison();
+    TS_CUDA_OK(cudaGraphLaunch(exec, s));
+    TS_CUDA_OK(cudaStreamSynchronize(s));
+    const Results replay = d.fetch();
+    HostBatch e = b;
+    for (int64_t r = 0; r < e.rows; ++r) e.offset[r] = 100 + (uint64_t)step;
+    DeviceBatch de(e);
+    scalar(de);
+    ASSERT_EQ(g.run(de, s), Status::kOk);
+    TS_CUDA_OK(cudaStreamSynchronize(s));
+    const Results eager = de.fetch();
+    ok = ok && replay.token == eager.token && replay.status == eager.status && replay.kept == eager.kept;
+    EXPECT_EQ(replay.token, eager.token) << "replay " << step;
+    EXPECT_EQ(replay.kept, eager.kept) << "replay " << step;
+    // And both match the CPU backend.
+    Tally t;
+    int reported = 0;
+    compare_batch(e, eager, run_cpu(e), t, reported);
+    EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0) << "replay " << step;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  if (!ok) flags()["graph_capture"] = "fail";
+}
+
 // One workspace serves calls of any shape and either algorithm in any order:
 // a smaller call's scratch must not be mistaken for a larger call's tickets.
 TEST(GpuSampler, WorkspaceReusedAcrossShapesAndAlgos) {
