@@ -7,6 +7,10 @@
 #                                   benchflat,profile,profileprobe,kernels,variant,probe (default build,test,sanitize,bench)
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
+# test: GTEST_FILTER (gtest's own variable) runs part of the suite,
+# TEST_TIMEOUT (default 420 s) bounds it, and a timeout stops the script (a
+# hung kernel would hang every later step).  sanitize: SAN_FILTER (default:
+# the random matrix, bad parameters and the row-CTA graph test), SAN_TIMEOUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
