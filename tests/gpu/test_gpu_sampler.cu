@@ -242,8 +242,60 @@ __global__ void advance_offsets_kernel(uint64_t* offsets, int64_t n) {
   if (i < n) offsets[i] += 1;
 }
 
-// Capture one call (plus an offset bump) in a graph; every replay must equal
-// an eager call with the offsets the replay saw.
+// Captures one call on batch b (plus an offset bump) in a graph and replays
+// it `steps` times: every replay must equal an eager call with the offsets
+// the replay saw (100 + step), and, with `with_cpu`, the CPU backend too.
+// `scalar` gives a device batch its scalar parameters (or leaves the per-row
+// arrays).  `ok` ends false on any difference.
+template <class Scalar>
+void check_graph_replay(const HostBatch& b, Scalar scalar, int steps, bool with_cpu, bool& ok) {
+  ok = false;
+  DeviceBatch d(b);
+  scalar(d);
+  GpuSampler g;
+  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  cudaStream_t s;
+  TS_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  TS_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  ASSERT_EQ(g.run(d, s), Status::kOk) << last_error_message();
+  advance_offsets_kernel<<<(unsigned)((b.rows + 255) / 256), 256, 0, s>>>(d.offset->as<uint64_t>(), b.rows);
+  TS_CUDA_OK(cudaStreamEndCapture(s, &graph));
+  TS_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  bool same = true;
+  for (int step = 0; step < steps; ++step) {
+    d.poison();
+    TS_CUDA_OK(cudaGraphLaunch(exec, s));
+    TS_CUDA_OK(cudaStreamSynchronize(s));
+    const Results replay = d.fetch();
+    HostBatch e = b;
+    for (int64_t r = 0; r < e.rows; ++r) e.offset[r] = 100 + (uint64_t)step;
+    DeviceBatch de(e);
+    scalar(de);
+    ASSERT_EQ(g.run(de, s), Status::kOk);
+    TS_CUDA_OK(cudaStreamSynchronize(s));
+    const Results eager = de.fetch();
+    same = same && replay.token == eager.token && replay.status == eager.status && replay.kept == eager.kept;
+    EXPECT_EQ(replay.token, eager.token) << "replay " << step;
+    EXPECT_EQ(replay.kept, eager.kept) << "replay " << step;
+    if (with_cpu) {
+      Tally t;
+      int reported = 0;
+      compare_batch(e, eager, run_cpu(e), t, reported);
+      const int64_t differ = t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch;
+      same = same && differ == 0;
+      EXPECT_EQ(differ, 0) << "replay " << step;
+    }
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  ok = same;
+}
+
+// A chunked-kernel batch with per-row parameters (every other row top-k and
+// top-p, the rest random).
 TEST(GpuSampler, GraphCaptureAndReplay) {
   TS_REQUIRE_GPU();
   flags()["graph_capture"] = "fail";
@@ -254,44 +306,13 @@ TEST(GpuSampler, GraphCaptureAndReplay) {
     p.offset = 100;
     b.set_params(r, p);
   }
-  DeviceBatch d(b);
-  GpuSampler g;
-  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-  cudaStream_t s;
-  TS_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  TS_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  ASSERT_EQ(g.run(d, s), Status::kOk) << last_error_message();
-  advance_offsets_kernel<<<1, 64, 0, s>>>(d.offset->as<uint64_t>(), b.rows);
-  TS_CUDA_OK(cudaStreamEndCapture(s, &graph));
-  TS_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  bool ok = true;
-  for (int step = 0; step < 4; ++step) {
-    d.poison();
-    TS_CUDA_OK(cudaGraphLaunch(exec, s));
-    TS_CUDA_OK(cudaStreamSynchronize(s));
-    const Results replay = d.fetch();
-    // Eager reference with offsets = 100 + step.
-    HostBatch e = b;
-    for (int64_t r = 0; r < e.rows; ++r) e.offset[r] = 100 + (uint64_t)step;
-    DeviceBatch de(e);
-    ASSERT_EQ(g.run(de, s), Status::kOk);
-    TS_CUDA_OK(cudaStreamSynchronize(s));
-    const Results eager = de.fetch();
-    ok = ok && replay.token == eager.token && replay.status == eager.status;
-    EXPECT_EQ(replay.token, eager.token) << "replay " << step;
-    // And the randomness moved: some sampled row changes token over steps.
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(s);
+  bool ok = false;
+  check_graph_replay(b, [](DeviceBatch&) {}, 4, false, ok);
   if (ok) flags()["graph_capture"] = "pass";
 }
 
-// The same for a batch that takes the row-CTA kernel (scalar top-k, B >= 256):
-// its first launch, inside the capture, sets the kernel's dynamic shared
-// memory limit for its ring of bulk copies (sm_90).
+// A batch that takes the row-CTA kernel (scalar top-k with top-p, B >= 256,
+// a temperature), also checked against the CPU backend.
 TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
   TS_REQUIRE_GPU();
   HostBatch b = make_batch(256, 129280, DType::kF32, 2025);
@@ -306,45 +327,9 @@ TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
     db.params.top_k = {50, nullptr};
     db.params.top_p = {0.9f, nullptr};
   };
-  DeviceBatch d(b);
-  scalar(d);
-  GpuSampler g;
-  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-  cudaStream_t s;
-  TS_CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  TS_CUDA_OK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-  ASSERT_EQ(g.run(d, s), Status::kOk) << last_error_message();
-  advance_offsets_kernel<<<1, 256, 0, s>>>(d.offset->as<uint64_t>(), b.rows);
-  TS_CUDA_OK(cudaStreamEndCapture(s, &graph));
-  TS_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  bool ok = true;
-  for (int step = 0; step < 3; ++step) {
-    d.poison();
-    TS_CUDA_OK(cudaGraphLaunch(exec, s));
-    TS_CUDA_OK(cudaStreamSynchronize(s));
-    const Results replay = d.fetch();
-    HostBatch e = b;
-    for (int64_t r = 0; r < e.rows; ++r) e.offset[r] = 100 + (uint64_t)step;
-    DeviceBatch de(e);
-    scalar(de);
-    ASSERT_EQ(g.run(de, s), Status::kOk);
-    TS_CUDA_OK(cudaStreamSynchronize(s));
-    const Results eager = de.fetch();
-    ok = ok && replay.token == eager.token && replay.status == eager.status && replay.kept == eager.kept;
-    EXPECT_EQ(replay.token, eager.token) << "replay " << step;
-    EXPECT_EQ(replay.kept, eager.kept) << "replay " << step;
-    // And both match the CPU backend.
-    Tally t;
-    int reported = 0;
-    compare_batch(e, eager, run_cpu(e), t, reported);
-    EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0) << "replay " << step;
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(s);
-  if (!ok) flags()["graph_capture"] = "fail";
+  bool ok = false;
+  check_graph_replay(b, scalar, 3, true, ok);
+  if (!ok) flags()["graph_capture"] = "fail";  // (runs after the test above)
 }
 
 // One workspace serves calls of any shape and either algorithm in any order:
