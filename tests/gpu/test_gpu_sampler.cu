@@ -568,6 +568,70 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   EXPECT_EQ(alone_differ, 0);
 }
 
+// Row-CTA rows built to reach its rare paths, in batches of 256 rows with
+// scalar parameters (so the row-CTA kernel takes them), fp32 and bf16 at V =
+// 129,280, each matched against the CPU backend:
+//   0: the first 8,192 logits N(0, 10^2), the rest -50: the first tau (aimed
+//      at the row's top 256 from a sample of that first iteration) leaves
+//      fewer than k = 50 tokens above it, so the kernel streams the row a
+//      second time;
+//   1: every logit -3e38 but one -2.9e38: at temperature 0.5 every z is -inf;
+//   2: N(0, 1) with a NaN at 50,000 (inside a whole iteration);
+//   3: N(0, 1) with +inf at 70,001;
+//   4: flat (every logit 0.5);
+//   5: N(0, 2^2) with 20 tokens boosted by +8..+15 (the benchmark's rows).
+TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["rowcta_scalar"];
+  int reported = 0;
+  struct Filter {
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    float min_p;
+  };
+  const Filter filters[] = {{1.0f, 50, 1.0f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {0.5f, 0, 1.0f, 0.05f}, {1.0f, 0, 1.0f, 0.1f}};
+  const int64_t rows = 256, vocab = 129280;
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (const Filter& f : filters) {
+      HostBatch b(rows, vocab, vocab, dt);
+      Rng rng(9000 + (uint64_t)dt * 17 + (uint64_t)f.top_k);
+      std::vector<float> x((size_t)vocab);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int kind = (int)(r % 6);
+        for (int64_t i = 0; i < vocab; ++i) {
+          switch (kind) {
+            case 0: x[i] = i < 8192 ? (float)(10.0 * rng.normal()) : -50.0f; break;
+            case 1: x[i] = i == 777 ? -2.9e38f : -3e38f; break;
+            case 2:
+            case 3: x[i] = (float)rng.normal(); break;
+            case 4: x[i] = 0.5f; break;
+            default: x[i] = (float)(2.0 * rng.normal()); break;
+          }
+        }
+        if (kind == 2) x[50000] = std::numeric_limits<float>::quiet_NaN();
+        if (kind == 3) x[70001] = std::numeric_limits<float>::infinity();
+        if (kind == 5)
+          for (int j = 0; j < 20; ++j) x[(size_t)((j * 6151 + 13) % vocab)] += (float)(8.0 + 7.0 * j / 19.0);
+        for (int64_t i = 0; i < vocab; ++i) x[i] = round_to_dtype(x[i], dt);
+        b.set_row(r, x.data());
+        b.set_params(r, RowParams{f.temperature, f.min_p, f.top_k, f.top_p, 4000 + (uint64_t)r, (uint64_t)r * 3});
+      }
+      DeviceBatch d(b);
+      d.params.temperature = {f.temperature, nullptr};
+      d.params.min_p = {f.min_p, nullptr};
+      d.params.top_k = {f.top_k, nullptr};
+      d.params.top_p = {f.top_p, nullptr};
+      GpuSampler g;
+      ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+      d.poison();
+      ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+      TS_CUDA_OK(cudaDeviceSynchronize());
+      compare_batch(b, d.fetch(), run_cpu(b), t, reported);
+    }
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
 // Writes the JSON summary after all tests ran.
 class ReportEnv : public ::testing::Environment {
  public:
