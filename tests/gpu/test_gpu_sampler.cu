@@ -242,6 +242,21 @@ __global__ void advance_offsets_kernel(uint64_t* offsets, int64_t n) {
   if (i < n) offsets[i] += 1;
 }
 
+// Scalar filter parameters for a whole batch (batches of them from 256 rows
+// take the row-CTA kernel) and how a device batch gets them.
+struct ScalarFilter {
+  float temperature;
+  int32_t top_k;
+  float top_p;
+  float min_p;
+  void apply(DeviceBatch& d) const {
+    d.params.temperature = {temperature, nullptr};
+    d.params.min_p = {min_p, nullptr};
+    d.params.top_k = {top_k, nullptr};
+    d.params.top_p = {top_p, nullptr};
+  }
+};
+
 // Captures one call on batch b (plus an offset bump) in a graph and replays
 // it `steps` times: every replay must equal an eager call with the offsets
 // the replay saw (100 + step), and, with `with_cpu`, the CPU backend too.
@@ -321,14 +336,9 @@ TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
     p.temperature = 0.8f, p.min_p = 0.0f, p.top_k = 50, p.top_p = 0.9f, p.offset = 100;
     b.set_params(r, p);
   }
-  const auto scalar = [](DeviceBatch& db) {
-    db.params.temperature = {0.8f, nullptr};
-    db.params.min_p = {0.0f, nullptr};
-    db.params.top_k = {50, nullptr};
-    db.params.top_p = {0.9f, nullptr};
-  };
+  const ScalarFilter f{0.8f, 50, 0.9f, 0.0f};
   bool ok = false;
-  check_graph_replay(b, scalar, 3, true, ok);
+  check_graph_replay(b, [&](DeviceBatch& db) { f.apply(db); }, 3, true, ok);
   if (!ok) flags()["graph_capture"] = "fail";  // (runs after the test above)
 }
 
@@ -496,22 +506,16 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["rowcta_scalar"];
   int reported = 0;
-  struct Filter {
-    float temperature;
-    int32_t top_k;
-    float top_p;
-    float min_p;
-  };
   const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}};
-  const Filter filters[] = {{1.0f, 50, 0.9f, 0.0f},  {0.7f, 8, 1.0f, 0.0f},   {1.5f, 63, 0.5f, 0.0f},
-                            {1.0f, 1, 1.0f, 0.0f},   {1.0f, 0, 1.0f, 0.05f},  {0.8f, 20, 0.9f, 0.1f},
-                            {1.0f, 100, 1.0f, 0.02f}, {1.2f, 0, 0.95f, 0.3f}};
+  const ScalarFilter filters[] = {{1.0f, 50, 0.9f, 0.0f},  {0.7f, 8, 1.0f, 0.0f},   {1.5f, 63, 0.5f, 0.0f},
+                                  {1.0f, 1, 1.0f, 0.0f},   {1.0f, 0, 1.0f, 0.05f},  {0.8f, 20, 0.9f, 0.1f},
+                                  {1.0f, 100, 1.0f, 0.02f}, {1.2f, 0, 0.95f, 0.3f}};
   uint64_t seed = 1700;
   int64_t alone_checked = 0, alone_differ = 0;
   for (const BatchShape& sh : shapes)
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
       if (sh.vocab == 262208 && dt != DType::kBF16) continue;  // one dtype at the largest V
-      for (const Filter& f : filters) {
+      for (const ScalarFilter& f : filters) {
         BatchOptions o;  // the mixed distribution (every row shape), padded strides
         HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
         for (int64_t r = 0; r < b.rows; ++r) {
@@ -523,13 +527,7 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
           b.set_params(r, p);
         }
         DeviceBatch d(b);
-        auto scalar = [&](DeviceBatch& db) {
-          db.params.temperature = {f.temperature, nullptr};
-          db.params.min_p = {f.min_p, nullptr};
-          db.params.top_k = {f.top_k, nullptr};
-          db.params.top_p = {f.top_p, nullptr};
-        };
-        scalar(d);
+        f.apply(d);
         GpuSampler g;
         ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
         d.poison();
@@ -543,7 +541,7 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
           one.set_params(0, b.params(r));
           one.dist[0] = b.dist[r];
           DeviceBatch d1(one);
-          scalar(d1);
+          f.apply(d1);
           d1.poison();
           ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
           const Results alone = d1.fetch();
@@ -584,16 +582,10 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["rowcta_scalar"];
   int reported = 0;
-  struct Filter {
-    float temperature;
-    int32_t top_k;
-    float top_p;
-    float min_p;
-  };
-  const Filter filters[] = {{1.0f, 50, 1.0f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {0.5f, 0, 1.0f, 0.05f}, {1.0f, 0, 1.0f, 0.1f}};
+  const ScalarFilter filters[] = {{1.0f, 50, 1.0f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {0.5f, 0, 1.0f, 0.05f}, {1.0f, 0, 1.0f, 0.1f}};
   const int64_t rows = 256, vocab = 129280;
   for (DType dt : {DType::kF32, DType::kBF16})
-    for (const Filter& f : filters) {
+    for (const ScalarFilter& f : filters) {
       HostBatch b(rows, vocab, vocab, dt);
       Rng rng(9000 + (uint64_t)dt * 17 + (uint64_t)f.top_k);
       std::vector<float> x((size_t)vocab);
@@ -618,10 +610,7 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
         b.set_params(r, RowParams{f.temperature, f.min_p, f.top_k, f.top_p, 4000 + (uint64_t)r, (uint64_t)r * 3});
       }
       DeviceBatch d(b);
-      d.params.temperature = {f.temperature, nullptr};
-      d.params.min_p = {f.min_p, nullptr};
-      d.params.top_k = {f.top_k, nullptr};
-      d.params.top_p = {f.top_p, nullptr};
+      f.apply(d);
       GpuSampler g;
       ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
       d.poison();
