@@ -84,6 +84,16 @@ void compare_batch(const HostBatch& b, const Results& gpu, const Results& cpu, T
   }
 }
 
+// One kAuto call on d (poisoned first), matched against the CPU backend on b.
+void sample_and_compare(const HostBatch& b, DeviceBatch& d, Tally& t, int& reported) {
+  GpuSampler g;
+  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  d.poison();
+  ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+  TS_CUDA_OK(cudaDeviceSynchronize());
+  compare_batch(b, d.fetch(), run_cpu(b), t, reported);
+}
+
 struct Shape {
   int64_t vocab;
   int64_t rows;
@@ -180,12 +190,7 @@ TEST(GpuSampler, BenchmarkCasesMatchCpu) {
           HostBatch b = make_batch(dist == Dist::kOutlierHead ? 24 : 4, vocab, dt, 77 + vocab, o);
           for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = (uint64_t)r * 1000003u;
           DeviceBatch d(b);
-          GpuSampler g;
-          ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-          d.poison();
-          ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
-          TS_CUDA_OK(cudaDeviceSynchronize());
-          compare_batch(b, d.fetch(), run_cpu(b), t, reported);
+          sample_and_compare(b, d, t, reported);
         }
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
@@ -484,13 +489,8 @@ TEST(GpuSampler, GreedyScalarBatchesMatchCpu) {
         d.params.temperature.value = temp;
         d.params.top_k.value = 7;    // ignored by greedy rows
         d.params.top_p.value = 0.5f;
-        GpuSampler g;
-        ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-        d.poison();
-        ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
-        TS_CUDA_OK(cudaDeviceSynchronize());
         for (int64_t r = 0; r < b.rows; ++r) b.set_params(r, RowParams{temp, 0.0f, 7, 0.5f, 1, 0});
-        compare_batch(b, d.fetch(), run_cpu(b), t, reported);
+        sample_and_compare(b, d, t, reported);
       }
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
@@ -611,12 +611,7 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
       }
       DeviceBatch d(b);
       f.apply(d);
-      GpuSampler g;
-      ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-      d.poison();
-      ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
-      TS_CUDA_OK(cudaDeviceSynchronize());
-      compare_batch(b, d.fetch(), run_cpu(b), t, reported);
+      sample_and_compare(b, d, t, reported);
     }
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
