@@ -248,12 +248,20 @@ __global__ void advance_offsets_kernel(uint64_t* offsets, int64_t n) {
 }
 
 // Scalar filter parameters for a whole batch (batches of them from 256 rows
-// take the row-CTA kernel) and how a device batch gets them.
+// take the row-CTA kernel): set_rows gives the host batch's rows (the CPU
+// reference) the same filter, keeping their seeds and offsets; apply gives
+// them to a device batch as scalars.
 struct ScalarFilter {
   float temperature;
   int32_t top_k;
   float top_p;
   float min_p;
+  void set_rows(HostBatch& b) const {
+    for (int64_t r = 0; r < b.rows; ++r) {
+      b.temperature[r] = temperature, b.min_p[r] = min_p;
+      b.top_k[r] = top_k, b.top_p[r] = top_p;
+    }
+  }
   void apply(DeviceBatch& d) const {
     d.params.temperature = {temperature, nullptr};
     d.params.min_p = {min_p, nullptr};
@@ -265,13 +273,12 @@ struct ScalarFilter {
 // Captures one call on batch b (plus an offset bump) in a graph and replays
 // it `steps` times: every replay must equal an eager call with the offsets
 // the replay saw (100 + step), and, with `with_cpu`, the CPU backend too.
-// `scalar` gives a device batch its scalar parameters (or leaves the per-row
-// arrays).  `ok` ends false on any difference.
-template <class Scalar>
-void check_graph_replay(const HostBatch& b, Scalar scalar, int steps, bool with_cpu, bool& ok) {
+// With `scalar` the device batches take its parameters as scalars (else
+// b's per-row arrays).  `ok` ends false on any difference.
+void check_graph_replay(const HostBatch& b, const ScalarFilter* scalar, int steps, bool with_cpu, bool& ok) {
   ok = false;
   DeviceBatch d(b);
-  scalar(d);
+  if (scalar) scalar->apply(d);
   GpuSampler g;
   ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
   cudaStream_t s;
@@ -292,7 +299,7 @@ void check_graph_replay(const HostBatch& b, Scalar scalar, int steps, bool with_
     HostBatch e = b;
     for (int64_t r = 0; r < e.rows; ++r) e.offset[r] = 100 + (uint64_t)step;
     DeviceBatch de(e);
-    scalar(de);
+    if (scalar) scalar->apply(de);
     ASSERT_EQ(g.run(de, s), Status::kOk);
     TS_CUDA_OK(cudaStreamSynchronize(s));
     const Results eager = de.fetch();
@@ -327,7 +334,7 @@ TEST(GpuSampler, GraphCaptureAndReplay) {
     b.set_params(r, p);
   }
   bool ok = false;
-  check_graph_replay(b, [](DeviceBatch&) {}, 4, false, ok);
+  check_graph_replay(b, nullptr, 4, false, ok);
   if (ok) flags()["graph_capture"] = "pass";
 }
 
@@ -336,14 +343,11 @@ TEST(GpuSampler, GraphCaptureAndReplay) {
 TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
   TS_REQUIRE_GPU();
   HostBatch b = make_batch(256, 129280, DType::kF32, 2025);
-  for (int64_t r = 0; r < b.rows; ++r) {
-    RowParams p = b.params(r);
-    p.temperature = 0.8f, p.min_p = 0.0f, p.top_k = 50, p.top_p = 0.9f, p.offset = 100;
-    b.set_params(r, p);
-  }
   const ScalarFilter f{0.8f, 50, 0.9f, 0.0f};
+  f.set_rows(b);
+  for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
   bool ok = false;
-  check_graph_replay(b, [&](DeviceBatch& db) { f.apply(db); }, 3, true, ok);
+  check_graph_replay(b, &f, 3, true, ok);
   if (!ok) flags()["graph_capture"] = "fail";  // (runs after the test above)
 }
 
@@ -518,14 +522,7 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
       for (const ScalarFilter& f : filters) {
         BatchOptions o;  // the mixed distribution (every row shape), padded strides
         HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
-        for (int64_t r = 0; r < b.rows; ++r) {
-          RowParams p = b.params(r);  // keeps the row's random seed and offset
-          p.temperature = f.temperature;
-          p.min_p = f.min_p;
-          p.top_k = f.top_k;
-          p.top_p = f.top_p;
-          b.set_params(r, p);
-        }
+        f.set_rows(b);  // the rows keep their random seeds and offsets
         DeviceBatch d(b);
         f.apply(d);
         GpuSampler g;
@@ -607,8 +604,9 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
           for (int j = 0; j < 20; ++j) x[(size_t)((j * 6151 + 13) % vocab)] += (float)(8.0 + 7.0 * j / 19.0);
         for (int64_t i = 0; i < vocab; ++i) x[i] = round_to_dtype(x[i], dt);
         b.set_row(r, x.data());
-        b.set_params(r, RowParams{f.temperature, f.min_p, f.top_k, f.top_p, 4000 + (uint64_t)r, (uint64_t)r * 3});
+        b.seed[r] = 4000 + (uint64_t)r, b.offset[r] = (uint64_t)r * 3;
       }
+      f.set_rows(b);
       DeviceBatch d(b);
       f.apply(d);
       sample_and_compare(b, d, t, reported);
