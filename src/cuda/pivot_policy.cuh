@@ -89,10 +89,10 @@ struct PivotPolicy {
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),
   // loaded one iteration ahead (twice that in flight), at 2 CTAs per SM (128
   // registers).  Measured, fp32 / bf16 k50 at B = 1024 (perf-notes
-  // v19b-v22): 246 / 190 us (v21b 246 / 202); not ahead at 3 CTAs per SM (80 registers) 263
-  // / 211, at 2 CTAs 249 / 222; ahead with 16 logits at 3 CTAs 309 / 227; 4
-  // CTAs per SM spill in the loop.  fp32 min-p rows never load ahead (they
-  // spill at 128 registers; pivot_rowcta.cuh).
+  // v19b-v22): 246 / 190 us (v21b 246 / 202); not ahead at 3 CTAs per SM
+  // (80 registers) 263 / 211, at 2 CTAs 249 / 222; ahead with 16 logits at
+  // 3 CTAs 309 / 227; 4 CTAs per SM spill in the loop.  fp32 min-p rows
+  // never load ahead (they spill at 128 registers; pivot_rowcta.cuh).
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
