@@ -10,7 +10,8 @@
 # test: GTEST_FILTER (gtest's own variable) runs part of the suite,
 # TEST_TIMEOUT (default 420 s) bounds it, and a timeout stops the script (a
 # hung kernel would hang every later step).  sanitize: SAN_FILTER (default:
-# the random matrix, bad parameters and the row-CTA graph test), SAN_TIMEOUT.
+# the random matrix, bad parameters, the row-CTA and plain-race graph tests),
+# SAN_TIMEOUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -35,7 +36,7 @@ ncu_export() {
 build_probe() {
   local name=$1; shift
   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc "$@" \
-    dev/$name.cu src/cuda/greedy_argmax.cu -o /tmp/$name 2>>"$OUT/probe-build.log"
+    dev/$name.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o /tmp/$name 2>>"$OUT/probe-build.log"
 }
 # The sampler benchmark alone, built in $1 with CUDA flags $2 (policy knobs),
 # its build log in $3.
@@ -71,7 +72,7 @@ if has sanitize; then
   for tool in memcheck racecheck initcheck; do
     log "compute-sanitizer $tool"
     TOKENSIFT_GPU_ROW_SCALE=0.00002 timeout ${SAN_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
-      $BUILD/tests/gpu/tokensift_test_gpu --gtest_filter="${SAN_FILTER:-*PivotMatches*:*Invalid*:*GraphCaptureAndReplayRowCta*}" >"$OUT/san-$tool.log" 2>&1
+      $BUILD/tests/gpu/tokensift_test_gpu --gtest_filter="${SAN_FILTER:-*PivotMatches*:*Invalid*:*GraphCaptureAndReplayRowCta*:*GraphCaptureAndReplayPlain*}" >"$OUT/san-$tool.log" 2>&1
     rc=$?
     echo "$tool rc=$rc"; tail -4 "$OUT/san-$tool.log"
     echo "$tool $rc" >>"$OUT/sanitizers.txt"

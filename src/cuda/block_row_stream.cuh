@@ -24,9 +24,11 @@ namespace tokensift::cuda_detail {
 // Streams the row: whole 16-byte vectors go to fv(i0, raw) (raw holds
 // row[i0 .. i0 + 16 / sizeof(T)) as loaded) so callers can reduce them with
 // packed instructions; the unaligned head and the tail still go to f(i, x).
-// A thread's vectors come in increasing i0.
-template <int kThreads, int kUnroll, class T, class F, class FV>
-__device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab, F&& f, FV&& fv) {
+// A thread's vectors come in increasing i0.  Every thread of the block calls
+// batch_done() after each round of kUnroll loads (the same number of times
+// in every thread), so it may hold warp collectives.
+template <int kThreads, int kUnroll, class T, class F, class FV, class FB>
+__device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab, F&& f, FV&& fv, FB&& batch_done) {
   constexpr int kVec = 16 / (int)sizeof(T);
   const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
   int32_t head = (int32_t)(((16u - (addr & 15u)) & 15u) / sizeof(T));
@@ -47,8 +49,14 @@ __device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab
       const int32_t v = base + u * kThreads + (int32_t)threadIdx.x;
       if (v < nvec) fv(head + v * kVec, raw[u]);
     }
+    batch_done();
   }
   for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) f(i, to_float(row[i]));
+}
+
+template <int kThreads, int kUnroll, class T, class F, class FV>
+__device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab, F&& f, FV&& fv) {
+  block_stream_row_vec<kThreads, kUnroll>(row, vocab, f, fv, [] {});
 }
 
 // Calls f(i, x) once for every i in [0, vocab), x = row[i] widened to float.

@@ -46,13 +46,15 @@ std::map<std::string, std::string>& flags() {
 
 // Compares one batch's GPU results with the CPU backend's; rows that differ
 // are judged by the oracle (a band row may differ in its boundary token).
-void compare_batch(const HostBatch& b, const Results& gpu, const Results& cpu, Tally& t, int& reported) {
+// Without `logprobs` (the GPU call asked for none) log-probs are not compared.
+void compare_batch(const HostBatch& b, const Results& gpu, const Results& cpu, Tally& t, int& reported,
+                   bool logprobs = true) {
   for (int64_t r = 0; r < b.rows; ++r) {
     ++t.rows;
     const bool same = gpu.status[r] == cpu.status[r] && gpu.token[r] == cpu.token[r] && gpu.kept[r] == cpu.kept[r];
     const bool small = b.vocab <= 1000;
     if (same && !small) {
-      if (cpu.status[r] == TOKENSIFT_ROW_OK) {
+      if (logprobs && cpu.status[r] == TOKENSIFT_ROW_OK) {
         const double d = std::fabs((double)gpu.logprob[r] - (double)cpu.logprob[r]);
         if (!(d <= 2e-5)) ++t.logprob_mismatch;
       }
@@ -61,7 +63,8 @@ void compare_batch(const HostBatch& b, const Results& gpu, const Results& cpu, T
     const OracleResult ref = oracle_sample(b.row(r), b.vocab, b.params(r));
     ++t.oracle_checked;
     t.band_rows += ref.band;
-    const std::string why = check_row(ref, gpu.status[r], gpu.token[r], gpu.kept[r], &gpu.logprob[r]);
+    const std::string why =
+        check_row(ref, gpu.status[r], gpu.token[r], gpu.kept[r], logprobs ? &gpu.logprob[r] : nullptr);
     std::string problem = why;
     if (why.empty()) {
       if (same) continue;
@@ -85,13 +88,16 @@ void compare_batch(const HostBatch& b, const Results& gpu, const Results& cpu, T
 }
 
 // One kAuto call on d (poisoned first), matched against the CPU backend on b.
-void sample_and_compare(const HostBatch& b, DeviceBatch& d, Tally& t, int& reported) {
+// Without `logprobs` the call asks for none (plain batches then take the
+// plain-race kernel).
+void sample_and_compare(const HostBatch& b, DeviceBatch& d, Tally& t, int& reported, bool logprobs = true) {
   GpuSampler g;
   ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  if (!logprobs) d.out.logprobs = nullptr;
   d.poison();
   ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
   TS_CUDA_OK(cudaDeviceSynchronize());
-  compare_batch(b, d.fetch(), run_cpu(b), t, reported);
+  compare_batch(b, d.fetch(), run_cpu(b), t, reported, logprobs);
 }
 
 struct Shape {
@@ -274,11 +280,14 @@ struct ScalarFilter {
 // it `steps` times: every replay must equal an eager call with the offsets
 // the replay saw (100 + step), and, with `with_cpu`, the CPU backend too.
 // With `scalar` the device batches take its parameters as scalars (else
-// b's per-row arrays).  `ok` ends false on any difference.
-void check_graph_replay(const HostBatch& b, const ScalarFilter* scalar, int steps, bool with_cpu, bool& ok) {
+// b's per-row arrays); without `logprobs` the calls ask for none.  `ok` ends
+// false on any difference.
+void check_graph_replay(const HostBatch& b, const ScalarFilter* scalar, int steps, bool with_cpu, bool& ok,
+                        bool logprobs = true) {
   ok = false;
   DeviceBatch d(b);
   if (scalar) scalar->apply(d);
+  if (!logprobs) d.out.logprobs = nullptr;
   GpuSampler g;
   ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
   cudaStream_t s;
@@ -300,6 +309,7 @@ void check_graph_replay(const HostBatch& b, const ScalarFilter* scalar, int step
     for (int64_t r = 0; r < e.rows; ++r) e.offset[r] = 100 + (uint64_t)step;
     DeviceBatch de(e);
     if (scalar) scalar->apply(de);
+    if (!logprobs) de.out.logprobs = nullptr;
     ASSERT_EQ(g.run(de, s), Status::kOk);
     TS_CUDA_OK(cudaStreamSynchronize(s));
     const Results eager = de.fetch();
@@ -309,7 +319,7 @@ void check_graph_replay(const HostBatch& b, const ScalarFilter* scalar, int step
     if (with_cpu) {
       Tally t;
       int reported = 0;
-      compare_batch(e, eager, run_cpu(e), t, reported);
+      compare_batch(e, eager, run_cpu(e), t, reported, logprobs);
       const int64_t differ = t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch;
       same = same && differ == 0;
       EXPECT_EQ(differ, 0) << "replay " << step;
@@ -349,6 +359,19 @@ TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
   bool ok = false;
   check_graph_replay(b, &f, 3, true, ok);
   if (!ok) flags()["graph_capture"] = "fail";  // (runs after the test above)
+}
+
+// A batch that takes the plain-race kernel (scalar plain rows, B >= 128, no
+// log-probs asked for), also checked against the CPU backend.
+TEST(GpuSampler, GraphCaptureAndReplayPlain) {
+  TS_REQUIRE_GPU();
+  HostBatch b = make_batch(256, 129280, DType::kF32, 2026);
+  const ScalarFilter f{0.9f, 0, 1.0f, 0.0f};
+  f.set_rows(b);
+  for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
+  bool ok = false;
+  check_graph_replay(b, &f, 3, true, ok, /*logprobs=*/false);
+  if (!ok) flags()["graph_capture"] = "fail";
 }
 
 // One workspace serves calls of any shape and either algorithm in any order:
@@ -563,55 +586,139 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   EXPECT_EQ(alone_differ, 0);
 }
 
-// Row-CTA rows built to reach its rare paths, in batches of 256 rows with
-// scalar parameters (so the row-CTA kernel takes them), fp32 and bf16 at V =
-// 129,280, each matched against the CPU backend:
-//   0: the first 8,192 logits N(0, 10^2), the rest -50: the first tau (aimed
-//      at the row's top 256 from a sample of that first iteration) leaves
-//      fewer than k = 50 tokens above it, so the kernel streams the row a
-//      second time;
+// Rows built to reach the large-batch kernels' rare paths, 256 of them at V =
+// 129,280 (kind = row % 9), with per-row seeds and offsets:
+//   0: the first 8,192 logits N(0, 10^2), the rest -50: the row-CTA kernel's
+//      first tau (aimed at the row's top 256 from a sample of that first
+//      iteration) leaves fewer than k = 50 tokens above it, so it streams
+//      the row a second time;
 //   1: every logit -3e38 but one -2.9e38: at temperature 0.5 every z is -inf;
 //   2: N(0, 1) with a NaN at 50,000 (inside a whole iteration);
 //   3: N(0, 1) with +inf at 70,001;
 //   4: flat (every logit 0.5);
-//   5: N(0, 2^2) with 20 tokens boosted by +8..+15 (the benchmark's rows).
+//   5: N(0, 2^2) with 20 tokens boosted by +8..+15 (the benchmark's rows);
+//   6: 3,000 + N(0, 1): |z| past the race's fast-bound range;
+//   7: N(0, 2^2) with every other token -inf (a mask);
+//   8: N(0, 1) with one token at 30 (one dominant token).
+HostBatch edge_rows_batch(DType dt, uint64_t seed) {
+  const int64_t rows = 256, vocab = 129280;
+  HostBatch b(rows, vocab, vocab, dt);
+  Rng rng(seed);
+  std::vector<float> x((size_t)vocab);
+  const float kInf = std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int kind = (int)(r % 9);
+    for (int64_t i = 0; i < vocab; ++i) {
+      switch (kind) {
+        case 0: x[i] = i < 8192 ? (float)(10.0 * rng.normal()) : -50.0f; break;
+        case 1: x[i] = i == 777 ? -2.9e38f : -3e38f; break;
+        case 2:
+        case 3:
+        case 8: x[i] = (float)rng.normal(); break;
+        case 4: x[i] = 0.5f; break;
+        case 6: x[i] = (float)(3000.0 + rng.normal()); break;
+        case 7: x[i] = i % 2 ? -kInf : (float)(2.0 * rng.normal()); break;
+        default: x[i] = (float)(2.0 * rng.normal()); break;
+      }
+    }
+    if (kind == 2) x[50000] = std::numeric_limits<float>::quiet_NaN();
+    if (kind == 3) x[70001] = kInf;
+    if (kind == 5)
+      for (int j = 0; j < 20; ++j) x[(size_t)((j * 6151 + 13) % vocab)] += (float)(8.0 + 7.0 * j / 19.0);
+    if (kind == 8) x[(size_t)(r * 131 % vocab)] = 30.0f;
+    for (int64_t i = 0; i < vocab; ++i) x[i] = round_to_dtype(x[i], dt);
+    b.set_row(r, x.data());
+    b.seed[r] = 4000 + (uint64_t)r, b.offset[r] = (uint64_t)r * 3;
+  }
+  return b;
+}
+
+// The edge rows in row-CTA batches (scalar top-k or min-p parameters), fp32
+// and bf16, each matched against the CPU backend.
 TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["rowcta_scalar"];
   int reported = 0;
   const ScalarFilter filters[] = {{1.0f, 50, 1.0f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {0.5f, 0, 1.0f, 0.05f}, {1.0f, 0, 1.0f, 0.1f}};
-  const int64_t rows = 256, vocab = 129280;
   for (DType dt : {DType::kF32, DType::kBF16})
     for (const ScalarFilter& f : filters) {
-      HostBatch b(rows, vocab, vocab, dt);
-      Rng rng(9000 + (uint64_t)dt * 17 + (uint64_t)f.top_k);
-      std::vector<float> x((size_t)vocab);
-      for (int64_t r = 0; r < rows; ++r) {
-        const int kind = (int)(r % 6);
-        for (int64_t i = 0; i < vocab; ++i) {
-          switch (kind) {
-            case 0: x[i] = i < 8192 ? (float)(10.0 * rng.normal()) : -50.0f; break;
-            case 1: x[i] = i == 777 ? -2.9e38f : -3e38f; break;
-            case 2:
-            case 3: x[i] = (float)rng.normal(); break;
-            case 4: x[i] = 0.5f; break;
-            default: x[i] = (float)(2.0 * rng.normal()); break;
-          }
-        }
-        if (kind == 2) x[50000] = std::numeric_limits<float>::quiet_NaN();
-        if (kind == 3) x[70001] = std::numeric_limits<float>::infinity();
-        if (kind == 5)
-          for (int j = 0; j < 20; ++j) x[(size_t)((j * 6151 + 13) % vocab)] += (float)(8.0 + 7.0 * j / 19.0);
-        for (int64_t i = 0; i < vocab; ++i) x[i] = round_to_dtype(x[i], dt);
-        b.set_row(r, x.data());
-        b.seed[r] = 4000 + (uint64_t)r, b.offset[r] = (uint64_t)r * 3;
-      }
+      HostBatch b = edge_rows_batch(dt, 9000 + (uint64_t)dt * 17 + (uint64_t)f.top_k);
       f.set_rows(b);
       DeviceBatch d(b);
       f.apply(d);
       sample_and_compare(b, d, t, reported);
     }
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
+// Batches of plain rows (no min-p, top-k or top-p; k >= V counts as none)
+// with scalar parameters and no log-probs asked for take the plain-race
+// kernel from PlainRacePolicy::kMinRows rows (src/cuda/plain_race.cu): every
+// adversarial row shape of the mixed distribution, every dtype, padded
+// strides (rows not aligned to their Philox groups), V not a multiple of 4,
+// per-row seeds and offsets, and the edge rows above.  Each batch matches the
+// CPU backend (token, status, kept count), and rows sampled alone (the
+// chunked kernel) give the same token, status and kept count.
+TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["plain_race"];
+  int reported = 0;
+  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {130, 65}, {128, 1}, {129, 7}, {256, 262208}};
+  const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {1.3f, 0x7fffffff, 1.0f, 0.0f}};
+  uint64_t seed = 2600;
+  int64_t alone_checked = 0, alone_differ = 0;
+  GpuSampler g;
+  auto check = [&](const HostBatch& b, const ScalarFilter& f) {
+    DeviceBatch d(b);
+    f.apply(d);
+    d.out.logprobs = nullptr;
+    ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+    d.poison();
+    ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+    TS_CUDA_OK(cudaDeviceSynchronize());
+    const Results all = d.fetch();
+    compare_batch(b, all, run_cpu(b), t, reported, /*logprobs=*/false);
+    for (int64_t r : {(int64_t)0, (int64_t)1, (int64_t)17, b.rows - 1}) {
+      HostBatch one(1, b.vocab, b.vocab, b.dtype);
+      one.set_row(0, b.row(r));
+      one.set_params(0, b.params(r));
+      one.dist[0] = b.dist[r];
+      DeviceBatch d1(one);
+      f.apply(d1);
+      d1.out.logprobs = nullptr;
+      d1.poison();
+      ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
+      const Results alone = d1.fetch();
+      ++alone_checked;
+      if (alone.token[0] != all.token[r] || alone.status[0] != all.status[r] || alone.kept[0] != all.kept[r]) {
+        if (++alone_differ <= 10)
+          ADD_FAILURE() << "row " << r << " V " << b.vocab << " dtype " << dtype_name(b.dtype) << " T "
+                        << f.temperature << ": alone " << alone.token[0] << "/" << alone.status[0] << "/"
+                        << alone.kept[0] << ", in the batch " << all.token[r] << "/" << all.status[r] << "/"
+                        << all.kept[r];
+      }
+    }
+  };
+  for (const BatchShape& sh : shapes)
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+      if (sh.vocab == 262208 && dt != DType::kBF16) continue;  // one dtype at the largest V
+      for (const ScalarFilter& f : filters) {
+        BatchOptions o;  // the mixed distribution (every row shape), padded strides
+        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
+        f.set_rows(b);  // the rows keep their random seeds and offsets
+        check(b, f);
+      }
+    }
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (const ScalarFilter& f : {ScalarFilter{1.0f, 0, 1.0f, 0.0f}, ScalarFilter{0.5f, 0, 1.0f, 0.0f}}) {
+      HostBatch b = edge_rows_batch(dt, 9100 + (uint64_t)dt * 17);
+      f.set_rows(b);
+      check(b, f);
+    }
+  std::printf("[plain_race] rows %lld, rows alone checked %lld, differing %lld\n", (long long)t.rows,
+              (long long)alone_checked, (long long)alone_differ);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+  EXPECT_EQ(alone_differ, 0);
 }
 
 // Writes the JSON summary after all tests ran.

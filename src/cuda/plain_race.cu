@@ -1,0 +1,193 @@
+// Plain rows at large batch: one CTA streams one whole row and runs the
+// contract's exponential race over it.  No chunks, no candidates, no merge.
+//
+// A plain row (no min-p, top-k or top-p) keeps every eligible token, so its
+// result is the race winner over the whole row (the largest z - ln E, E =
+// -ln U from Philox(seed, offset, i), ties to the lowest index), the count of
+// eligible tokens and the row status: all exact under any split of the row
+// (a max and an integer sum), so this kernel gives the chunked kernel's bits
+// and the choice, made from the batch size, cannot change a row's result.
+// The log-prob is not exact under a split (it needs the row's softmax mass,
+// summed in the chunked kernel's order), so calls that ask for it keep the
+// chunked kernel.
+//
+// Why a separate kernel: the chunked kernel's plain rows cost 5x the memory
+// floor at B >= 256 (631 us at B = 1024, fp32, V = 129,280): each 4,096-logit
+// chunk CTA pays the chunk statistics, two block reductions, its own bar and
+// a summary, a ticket and a merge per row, and its bar starts from the chunk's
+// own best token only.  Here one pass does, per logit: the raw NaN-propagating
+// max (status), z = x / T and eligibility (kept count), and the race.
+//
+// The race is pruned by two bounds, as in the chunk phase (v10c-v11 in
+// docs/perf-notes.md): a group of four tokens (one Philox-4x32-10 call) whose
+// best z + kMaxRaceBoost is below the bar skips its Philox call, and a token
+// whose upper bound z - ln(1 - U) (as -ln U >= 1 - U), taken with the fast log
+// and a margin, is below the bar skips the two contract logs of its exact
+// score.  The bar is always a real token's exact score, so the winner (whose
+// bound is at least its score, at least the bar) is never skipped.  It starts
+// high: before the pass each thread scores one token spread over the row and
+// the block takes the best of those 512 scores; after every round of loads
+// each warp shares its lanes' best.
+//
+// Failure modes: a row whose start is not 16-byte aligned modulo its Philox
+// groups (i0 % 4 != 0 for a vector's first token: padded strides not a
+// multiple of 4 logits) draws a Philox call per token instead of per four,
+// about twice the row's time; rows with every token within kMaxRaceBoost of
+// the bar (flat rows) pay the Philox call for every group, as the bound test
+// needs each token's uniform.  A row is read exactly once.
+#include <cub/block/block_reduce.cuh>
+
+#include "cuda/block_row_stream.cuh"
+#include "cuda/cuda_utils.cuh"
+#include "cuda/plain_race.hpp"
+
+namespace tokensift::cuda_detail {
+
+struct PlainRaceState {
+  uint64_t best;  // pack_order(order_key(score), i) of the race leader; 0 = none yet
+  float xmax;     // NaN-propagating max of the raw logits (status)
+  int eligible;   // tokens with z > -inf
+};
+struct PlainRaceStateOp {
+  __device__ PlainRaceState operator()(const PlainRaceState& a, const PlainRaceState& b) const {
+    return {a.best > b.best ? a.best : b.best, max_nan(a.xmax, b.xmax), a.eligible + b.eligible};
+  }
+};
+
+template <class T, class Policy>
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
+    plain_race_kernel(const void* logits, int64_t row_stride, int32_t vocab, SamplingParams p, SampleOutputs out) {
+  using Reduce = cub::BlockReduce<PlainRaceState, Policy::kThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  __shared__ uint32_t bar_key;
+  constexpr float kInf = __builtin_huge_valf();
+  constexpr int kVec = 16 / (int)sizeof(T);
+  const int64_t row = blockIdx.x;
+  const T* x = static_cast<const T*>(logits) + row * row_stride;
+  const float temperature = p.temperature.value;
+  const bool unit = temperature == 1.0f;  // x / 1 == x exactly
+  const uint64_t seed = p.seed.at(row), offset = p.offset.at(row);
+
+  // The first bar: the best exact score of one token per thread, spread over
+  // the row (a real token's score, so a valid bar).
+  if (threadIdx.x == 0) bar_key = 0;
+  __syncthreads();
+  {
+    const int32_t i = (int32_t)((int64_t)threadIdx.x * vocab / Policy::kThreads);
+    const float xi = to_float(x[i]);
+    const float z = unit ? xi : contract::scale(xi, temperature);
+    if (z > -kInf && z < kInf)
+      atomicMax(&bar_key, contract::order_key(contract::race_score(z, seed, offset, (uint32_t)i)));
+  }
+  __syncthreads();
+  float bar = bar_key ? contract::key_to_float(bar_key) : -kInf;
+
+  PlainRaceState mine{0, -kInf, 0};
+  // A token that may still win gets its exact score (bits: its Philox word).
+  auto offer = [&](float z, uint32_t i, uint32_t bits) {
+    if (fabsf(z) < Policy::kSkipMaxAbsZ &&
+        z - __logf(1.0f - contract::uniform_from_bits(bits)) < bar - Policy::kSkipMargin)
+      return;
+    const float s = contract::race_score_from_bits(z, bits);
+    const uint64_t q = pack_order(contract::order_key(s), i);
+    if (q > mine.best) {
+      mine.best = q;
+      bar = fmaxf(bar, s);
+    }
+  };
+  // One token with its own Philox call (head, tail, unaligned vectors).
+  auto visit = [&](int32_t i, float xi) {
+    mine.xmax = max_nan(mine.xmax, xi);
+    const float z = unit ? xi : contract::scale(xi, temperature);
+    if (!(z > -kInf)) return;  // NaN tokens never are (the row is rejected anyway)
+    ++mine.eligible;
+    if (z + contract::kMaxRaceBoost < bar - Policy::kSkipMargin) return;
+    offer(z, (uint32_t)i, contract::token_bits(seed, offset, (uint32_t)i));
+  };
+  block_stream_row_vec<Policy::kThreads, Policy::kUnroll>(
+      x, vocab, visit,
+      [&](int32_t i0, const uint4& raw) {
+        const T* e = reinterpret_cast<const T*>(&raw);
+        if ((i0 & 3) != 0) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) visit(i0 + k, to_float(e[k]));
+          return;
+        }
+#pragma unroll
+        for (int g = 0; g < kVec / 4; ++g) {  // one Philox group of four tokens
+          float z[4];
+          float zm = -kInf;
+#pragma unroll
+          for (int w = 0; w < 4; ++w) {
+            const float xi = to_float(e[4 * g + w]);
+            mine.xmax = max_nan(mine.xmax, xi);
+            const float zz = unit ? xi : contract::scale(xi, temperature);
+            const bool elig = zz > -kInf;
+            mine.eligible += elig;
+            z[w] = elig ? zz : -kInf;
+            zm = fmaxf(zm, z[w]);
+          }
+          if (!(zm > -kInf) || zm + contract::kMaxRaceBoost < bar - Policy::kSkipMargin) continue;
+          const uint32_t i = (uint32_t)(i0 + 4 * g);
+          const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
+#pragma unroll
+          for (int w = 0; w < 4; ++w)
+            if (z[w] > -kInf) offer(z[w], i + w, r.v[w]);
+        }
+      },
+      [&] {  // each warp shares its lanes' best
+        bar = fmaxf(bar, contract::key_to_float(__reduce_max_sync(0xffffffffu, contract::order_key(bar))));
+      });
+
+  const PlainRaceState r = Reduce(temp).Reduce(mine, PlainRaceStateOp{});
+  if (threadIdx.x != 0) return;
+  // The same decisions, in the same order, as the chunked kernel's merge.
+  int32_t status = TOKENSIFT_ROW_OK, token = -1, kept = 0;
+  if (!(r.xmax < kInf)) {
+    status = TOKENSIFT_ROW_NAN_INPUT;  // NaN or +inf
+  } else if (!(r.xmax > -kInf)) {
+    status = TOKENSIFT_ROW_NO_VALID_TOKEN;
+  } else if ((unit ? r.xmax : contract::scale(r.xmax, temperature)) == kInf) {
+    status = TOKENSIFT_ROW_NAN_INPUT;  // x / T overflowed
+  } else if (r.eligible == 0) {
+    status = TOKENSIFT_ROW_NO_VALID_TOKEN;
+  } else {
+    token = (int32_t)packed_index(r.best);
+    kept = r.eligible;
+  }
+  out.tokens[row] = token;
+  if (out.row_status) out.row_status[row] = status;
+  if (out.kept_counts) out.kept_counts[row] = kept;
+}
+
+bool plain_race_applies(const LogitsView& logits, const SamplingParams& p, const SampleOutputs& out) {
+  if (out.logprobs != nullptr) return false;  // the mass is not split-exact (see above)
+  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
+  if (logits.rows < PlainRacePolicy::kMinRows || logits.rows > 0x7fffffffLL) return false;
+  if (contract::is_greedy_temperature(p.temperature.value)) return false;
+  const bool k_active = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
+  return !(p.min_p.value > 0.0f) && !k_active && !(p.top_p.value < 1.0f);
+}
+
+cudaError_t launch_plain_race(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
+                              cudaStream_t stream) {
+  const dim3 grid((unsigned)logits.rows), block(PlainRacePolicy::kThreads);
+  const int32_t vocab = (int32_t)logits.vocab;
+  switch (logits.dtype) {
+    case DType::kF32:
+      plain_race_kernel<float, PlainRacePolicy>
+          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      break;
+    case DType::kBF16:
+      plain_race_kernel<__nv_bfloat16, PlainRacePolicy>
+          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      break;
+    case DType::kF16:
+      plain_race_kernel<__half, PlainRacePolicy>
+          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace tokensift::cuda_detail
