@@ -23,7 +23,7 @@
 // best z + kMaxRaceBoost is below the bar skips its Philox call, and a token
 // whose upper bound z - ln(1 - U) (as -ln U >= 1 - U), taken with the fast log
 // and a margin, is below the bar skips the two contract logs of its exact
-// score.  The bar is always a real token's exact score, so the winner (whose
+// score (tested in the log2 domain on U's integer numerator: see may_win).  The bar is always a real token's exact score, so the winner (whose
 // bound is at least its score, at least the bar) is never skipped.  It starts
 // high: before the pass each thread scores one token spread over the row and
 // the block takes the best of those 512 scores; after every round of loads
@@ -42,6 +42,14 @@
 #include "cuda/plain_race.hpp"
 
 namespace tokensift::cuda_detail {
+
+// lg2.approx with denormals flushed (x is 0 or >= 1 here): one MUFU, none of
+// the scaling __log2f adds for subnormal inputs.
+__device__ __forceinline__ float fast_lg2(float x) {
+  float r;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
 
 struct PlainRaceState {
   uint64_t best;  // pack_order(order_key(score), i) of the race leader; 0 = none yet
@@ -83,11 +91,22 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   float bar = bar_key ? contract::key_to_float(bar_key) : -kInf;
 
   PlainRaceState mine{0, -kInf, 0};
-  // A token that may still win gets its exact score (bits: its Philox word).
-  auto offer = [&](float z, uint32_t i, uint32_t bits) {
-    if (fabsf(z) < Policy::kSkipMaxAbsZ &&
-        z - __logf(1.0f - contract::uniform_from_bits(bits)) < bar - Policy::kSkipMargin)
-      return;
+  // The skip test in the log2 domain.  2^24 (1 - U) is the odd integer
+  // 2^24 - 1 - 2 (bits >> 9), so h = (~bits >> 9) & (2^23 - 1) = floor(2^23 (1 -
+  // U)) and lg2(h) - 23 <= log2(1 - U): the token cannot win (z - ln(1 - U) <
+  // bar - margin) when lg2(h) > z log2(e) + c, c = 23 - (bar - margin)
+  // log2(e).  h as a float by the exponent trick (2^23 + h - 2^23, exact: no
+  // conversion instruction), one fast lg2 and one FFMA a token; h = 0 gives
+  // -inf: no skip.  The fast lg2 errs by < 2^-21 and the FFMA by < 2e-4 for
+  // |z| < kSkipMaxAbsZ, far inside the margin.
+  constexpr float kLog2e = 1.44269504088896341f;
+  auto cut = [&]() { return 23.0f - (bar - Policy::kSkipMargin) * kLog2e; };  // +inf while bar is -inf
+  auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools
+    const float h = __uint_as_float(0x4b000000u | ((~bits >> 9) & 0x7fffffu)) - 8388608.0f;
+    return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(h) > fmaf(z, kLog2e, c));
+  };
+  // The exact score of a token that may win.
+  auto score = [&](float z, uint32_t i, uint32_t bits) {
     const float s = contract::race_score_from_bits(z, bits);
     const uint64_t q = pack_order(contract::order_key(s), i);
     if (q > mine.best) {
@@ -102,7 +121,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     if (!(z > -kInf)) return;  // NaN tokens never are (the row is rejected anyway)
     ++mine.eligible;
     if (z + contract::kMaxRaceBoost < bar - Policy::kSkipMargin) return;
-    offer(z, (uint32_t)i, contract::token_bits(seed, offset, (uint32_t)i));
+    const uint32_t bits = contract::token_bits(seed, offset, (uint32_t)i);
+    if (may_win(z, bits, cut())) score(z, (uint32_t)i, bits);
   };
   block_stream_row_vec<Policy::kThreads, Policy::kUnroll>(
       x, vocab, visit,
@@ -130,9 +150,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
           if (!(zm > -kInf) || zm + contract::kMaxRaceBoost < bar - Policy::kSkipMargin) continue;
           const uint32_t i = (uint32_t)(i0 + 4 * g);
           const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
+          // The four tests first, without branches; the exact scores only
+          // when one of them asks (a warp pays them when any lane does).
+          const float c = cut();
+          bool need[4];
 #pragma unroll
-          for (int w = 0; w < 4; ++w)
-            if (z[w] > -kInf) offer(z[w], i + w, r.v[w]);
+          for (int w = 0; w < 4; ++w) need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
+          if (need[0] | need[1] | need[2] | need[3]) {
+#pragma unroll
+            for (int w = 0; w < 4; ++w)
+              if (need[w]) score(z[w], i + w, r.v[w]);
+          }
         }
       },
       [&] {  // each warp shares its lanes' best

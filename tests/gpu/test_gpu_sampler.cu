@@ -310,6 +310,7 @@ void check_graph_replay(const HostBatch& b, const ScalarFilter* scalar, int step
     DeviceBatch de(e);
     if (scalar) scalar->apply(de);
     if (!logprobs) de.out.logprobs = nullptr;
+    de.poison();
     ASSERT_EQ(g.run(de, s), Status::kOk);
     TS_CUDA_OK(cudaStreamSynchronize(s));
     const Results eager = de.fetch();
