@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     const uint32_t bits = contract::token_bits(seed, offset, (uint32_t)i);
     if (may_win(z, bits, cut())) score(z, (uint32_t)i, bits);
   };
-  block_stream_row_vec<Policy::kThreads, Policy::kUnroll>(
+  block_stream_row_vec_ahead<Policy::kThreads, Policy::kUnroll>(
       x, vocab, visit,
       [&](int32_t i0, const uint4& raw) {
         const T* e = reinterpret_cast<const T*>(&raw);

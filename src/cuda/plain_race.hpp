@@ -18,7 +18,9 @@ namespace tokensift::cuda_detail {
 struct PlainRacePolicy {
   static constexpr int kThreads = 512;  // one CTA per row
   static constexpr int kMinBlocksPerSm = 2;  // 64 registers: a second row's loads overlap this one's race
-  static constexpr int kUnroll = 4;     // 16-byte loads in flight per thread: 32 KB per CTA
+  // 16-byte loads per thread per round, issued one round ahead (v25: 4 per
+  // round, not ahead, left 31 % of warp stalls on the loads' scoreboard).
+  static constexpr int kUnroll = 2;
   static constexpr int64_t kMinRows = TOKENSIFT_PLAIN_RACE_MIN_ROWS;  // one CTA per row fills the GPU (132 SMs)
   // The cheap bounds that spare a token its exact score (as the chunk
   // phase's race, PivotPolicy): the fast log errs by < 1e-5 below
