@@ -23,18 +23,24 @@
 // best z + kMaxRaceBoost is below the bar skips its Philox call, and a token
 // whose upper bound z - ln(1 - U) (as -ln U >= 1 - U), taken with the fast log
 // and a margin, is below the bar skips the two contract logs of its exact
-// score (tested in the log2 domain on U's integer numerator: see may_win).  The bar is always a real token's exact score, so the winner (whose
-// bound is at least its score, at least the bar) is never skipped.  It starts
-// high: before the pass each thread scores one token spread over the row and
-// the block takes the best of those 512 scores; after every round of loads
-// each warp shares its lanes' best.
+// score (tested in the log2 domain on U's integer numerator: see may_win).
+// The bar is always a real token's exact score, so the winner (whose bound is
+// at least its score, at least the bar) is never skipped.  It starts high:
+// before the pass each thread scores one token spread over the row and the
+// block takes the best of those 512 scores; after every round of loads each
+// warp shares its lanes' best.
 //
-// Failure modes: a row whose start is not 16-byte aligned modulo its Philox
-// groups (i0 % 4 != 0 for a vector's first token: padded strides not a
-// multiple of 4 logits) draws a Philox call per token instead of per four,
-// about twice the row's time; rows with every token within kMaxRaceBoost of
-// the bar (flat rows) pay the Philox call for every group, as the bound test
-// needs each token's uniform.  A row is read exactly once.
+// Cost: the race is issue-bound, ~36 instructions a token executed (fp32,
+// Nsight Compute, v25b), a quarter of a Philox call the largest part; so
+// bf16 rows take about as long as fp32 rows.  fp32 streams 4 vectors a round;
+// bf16 / fp16 stream 2, loaded a round ahead (PlainRacePolicy).
+//
+// Failure modes: a row whose vectors do not start on a Philox group (i0 % 4
+// != 0: padded strides that are not a multiple of 4 logits) takes a Philox
+// call per token instead of per four (correct, tested; not timed); rows with
+// every token within kMaxRaceBoost of the bar (flat rows) pay the Philox call
+// for every group, as the bound test needs each token's uniform.  A row is
+// read exactly once.
 #include <cub/block/block_reduce.cuh>
 
 #include "cuda/block_row_stream.cuh"
@@ -124,48 +130,50 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     const uint32_t bits = contract::token_bits(seed, offset, (uint32_t)i);
     if (may_win(z, bits, cut())) score(z, (uint32_t)i, bits);
   };
-  block_stream_row_vec_ahead<Policy::kThreads, Policy::kUnroll>(
-      x, vocab, visit,
-      [&](int32_t i0, const uint4& raw) {
-        const T* e = reinterpret_cast<const T*>(&raw);
-        if ((i0 & 3) != 0) {
+  auto vector = [&](int32_t i0, const uint4& raw) {
+    const T* e = reinterpret_cast<const T*>(&raw);
+    if ((i0 & 3) != 0) {
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) visit(i0 + k, to_float(e[k]));
-          return;
-        }
+      for (int k = 0; k < kVec; ++k) visit(i0 + k, to_float(e[k]));
+      return;
+    }
 #pragma unroll
-        for (int g = 0; g < kVec / 4; ++g) {  // one Philox group of four tokens
-          float z[4];
-          float zm = -kInf;
+    for (int g = 0; g < kVec / 4; ++g) {  // one Philox group of four tokens
+      float z[4];
+      float zm = -kInf;
 #pragma unroll
-          for (int w = 0; w < 4; ++w) {
-            const float xi = to_float(e[4 * g + w]);
-            mine.xmax = max_nan(mine.xmax, xi);
-            const float zz = unit ? xi : contract::scale(xi, temperature);
-            const bool elig = zz > -kInf;
-            mine.eligible += elig;
-            z[w] = elig ? zz : -kInf;
-            zm = fmaxf(zm, z[w]);
-          }
-          if (!(zm > -kInf) || zm + contract::kMaxRaceBoost < bar - Policy::kSkipMargin) continue;
-          const uint32_t i = (uint32_t)(i0 + 4 * g);
-          const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
-          // The four tests first, without branches; the exact scores only
-          // when one of them asks (a warp pays them when any lane does).
-          const float c = cut();
-          bool need[4];
+      for (int w = 0; w < 4; ++w) {
+        const float xi = to_float(e[4 * g + w]);
+        mine.xmax = max_nan(mine.xmax, xi);
+        const float zz = unit ? xi : contract::scale(xi, temperature);
+        const bool elig = zz > -kInf;
+        mine.eligible += elig;
+        z[w] = elig ? zz : -kInf;
+        zm = fmaxf(zm, z[w]);
+      }
+      if (!(zm > -kInf) || zm + contract::kMaxRaceBoost < bar - Policy::kSkipMargin) continue;
+      const uint32_t i = (uint32_t)(i0 + 4 * g);
+      const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
+      // The four tests first, without branches; the exact scores only
+      // when one of them asks (a warp pays them when any lane does).
+      const float c = cut();
+      bool need[4];
 #pragma unroll
-          for (int w = 0; w < 4; ++w) need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
-          if (need[0] | need[1] | need[2] | need[3]) {
+      for (int w = 0; w < 4; ++w) need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
+      if (need[0] | need[1] | need[2] | need[3]) {
 #pragma unroll
-            for (int w = 0; w < 4; ++w)
-              if (need[w]) score(z[w], i + w, r.v[w]);
-          }
-        }
-      },
-      [&] {  // each warp shares its lanes' best
-        bar = fmaxf(bar, contract::key_to_float(__reduce_max_sync(0xffffffffu, contract::order_key(bar))));
-      });
+        for (int w = 0; w < 4; ++w)
+          if (need[w]) score(z[w], i + w, r.v[w]);
+      }
+    }
+  };
+  auto round_done = [&] {  // each warp shares its lanes' best
+    bar = fmaxf(bar, contract::key_to_float(__reduce_max_sync(0xffffffffu, contract::order_key(bar))));
+  };
+  if constexpr (Policy::kAhead)
+    block_stream_row_vec_ahead<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);
+  else
+    block_stream_row_vec<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);
 
   const PlainRaceState r = Reduce(temp).Reduce(mine, PlainRaceStateOp{});
   if (threadIdx.x != 0) return;
@@ -191,7 +199,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
 bool plain_race_applies(const LogitsView& logits, const SamplingParams& p, const SampleOutputs& out) {
   if (out.logprobs != nullptr) return false;  // the mass is not split-exact (see above)
   if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
-  if (logits.rows < PlainRacePolicy::kMinRows || logits.rows > 0x7fffffffLL) return false;
+  if (logits.rows < PlainRacePolicy<4>::kMinRows || logits.rows > 0x7fffffffLL) return false;
   if (contract::is_greedy_temperature(p.temperature.value)) return false;
   const bool k_active = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
   return !(p.min_p.value > 0.0f) && !k_active && !(p.top_p.value < 1.0f);
@@ -199,19 +207,19 @@ bool plain_race_applies(const LogitsView& logits, const SamplingParams& p, const
 
 cudaError_t launch_plain_race(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
                               cudaStream_t stream) {
-  const dim3 grid((unsigned)logits.rows), block(PlainRacePolicy::kThreads);
+  const dim3 grid((unsigned)logits.rows), block(PlainRacePolicy<4>::kThreads);
   const int32_t vocab = (int32_t)logits.vocab;
   switch (logits.dtype) {
     case DType::kF32:
-      plain_race_kernel<float, PlainRacePolicy>
+      plain_race_kernel<float, PlainRacePolicy<4>>
           <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
       break;
     case DType::kBF16:
-      plain_race_kernel<__nv_bfloat16, PlainRacePolicy>
+      plain_race_kernel<__nv_bfloat16, PlainRacePolicy<2>>
           <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
       break;
     case DType::kF16:
-      plain_race_kernel<__half, PlainRacePolicy>
+      plain_race_kernel<__half, PlainRacePolicy<2>>
           <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
       break;
   }

@@ -13,14 +13,33 @@
 #define TOKENSIFT_PLAIN_RACE_MIN_ROWS 128
 #endif
 
+// Its 16-byte loads per thread per round and whether a round's loads go out
+// before the previous round is worked (1) or not (0), for 4-byte logits and
+// for 2-byte ones: knobs so that a `variant` build can time other shapes.
+// Measured at B = 1024 (perf-notes v25b-v25c): fp32 252 us at 4 not ahead,
+// 268 at 2 ahead; bf16 304 at 4 not ahead, 241 at 2 ahead (a round of bf16
+// is twice the tokens, so its work hides the next round's loads).
+#ifndef TOKENSIFT_PLAIN_RACE_UNROLL_32
+#define TOKENSIFT_PLAIN_RACE_UNROLL_32 4
+#endif
+#ifndef TOKENSIFT_PLAIN_RACE_AHEAD_32
+#define TOKENSIFT_PLAIN_RACE_AHEAD_32 0
+#endif
+#ifndef TOKENSIFT_PLAIN_RACE_UNROLL_16
+#define TOKENSIFT_PLAIN_RACE_UNROLL_16 2
+#endif
+#ifndef TOKENSIFT_PLAIN_RACE_AHEAD_16
+#define TOKENSIFT_PLAIN_RACE_AHEAD_16 1
+#endif
+
 namespace tokensift::cuda_detail {
 
+template <int kLogitBytes>
 struct PlainRacePolicy {
   static constexpr int kThreads = 512;  // one CTA per row
   static constexpr int kMinBlocksPerSm = 2;  // 64 registers: a second row's loads overlap this one's race
-  // 16-byte loads per thread per round, issued one round ahead (v25: 4 per
-  // round, not ahead, left 31 % of warp stalls on the loads' scoreboard).
-  static constexpr int kUnroll = 2;
+  static constexpr int kUnroll = kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_UNROLL_32 : TOKENSIFT_PLAIN_RACE_UNROLL_16;
+  static constexpr bool kAhead = (kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_AHEAD_32 : TOKENSIFT_PLAIN_RACE_AHEAD_16) != 0;
   static constexpr int64_t kMinRows = TOKENSIFT_PLAIN_RACE_MIN_ROWS;  // one CTA per row fills the GPU (132 SMs)
   // The cheap bounds that spare a token its exact score (as the chunk
   // phase's race, PivotPolicy): the fast log errs by < 1e-5 below
