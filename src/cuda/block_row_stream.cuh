@@ -21,6 +21,16 @@
 
 namespace tokensift::cuda_detail {
 
+// How many of the row's first logits come before its first 16-byte boundary
+// (all of them when the row is not even aligned to its element size).
+template <class T>
+__device__ __forceinline__ int32_t row_head(const T* row, int32_t vocab) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
+  int32_t head = (int32_t)(((16u - (addr & 15u)) & 15u) / sizeof(T));
+  if (addr % sizeof(T) != 0) head = vocab;  // cannot vectorise at all
+  return head < vocab ? head : vocab;
+}
+
 // Streams the row: whole 16-byte vectors go to fv(i0, raw) (raw holds
 // row[i0 .. i0 + 16 / sizeof(T)) as loaded) so callers can reduce them with
 // packed instructions; the unaligned head and the tail still go to f(i, x).
@@ -30,10 +40,7 @@ namespace tokensift::cuda_detail {
 template <int kThreads, int kUnroll, class T, class F, class FV, class FB>
 __device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab, F&& f, FV&& fv, FB&& batch_done) {
   constexpr int kVec = 16 / (int)sizeof(T);
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
-  int32_t head = (int32_t)(((16u - (addr & 15u)) & 15u) / sizeof(T));
-  if (addr % sizeof(T) != 0) head = vocab;  // cannot vectorise at all
-  head = head < vocab ? head : vocab;
+  const int32_t head = row_head(row, vocab);
   for (int32_t i = threadIdx.x; i < head; i += kThreads) f(i, to_float(row[i]));
   const uint4* body = reinterpret_cast<const uint4*>(row + head);
   const int32_t nvec = (vocab - head) / kVec;
@@ -64,10 +71,7 @@ __device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t
                                                            FB&& batch_done) {
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kStep = kThreads * kUnroll;
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
-  int32_t head = (int32_t)(((16u - (addr & 15u)) & 15u) / sizeof(T));
-  if (addr % sizeof(T) != 0) head = vocab;  // cannot vectorise at all
-  head = head < vocab ? head : vocab;
+  const int32_t head = row_head(row, vocab);
   for (int32_t i = threadIdx.x; i < head; i += kThreads) f(i, to_float(row[i]));
   const uint4* body = reinterpret_cast<const uint4*>(row + head);
   const int32_t nvec = (vocab - head) / kVec;

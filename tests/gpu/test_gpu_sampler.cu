@@ -349,30 +349,29 @@ TEST(GpuSampler, GraphCaptureAndReplay) {
   if (ok) flags()["graph_capture"] = "pass";
 }
 
-// A batch that takes the row-CTA kernel (scalar top-k with top-p, B >= 256,
-// a temperature), also checked against the CPU backend.
-TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
-  TS_REQUIRE_GPU();
-  HostBatch b = make_batch(256, 129280, DType::kF32, 2025);
-  const ScalarFilter f{0.8f, 50, 0.9f, 0.0f};
+// A 256-row fp32 batch at V = 129,280 with scalar parameters `f` (so one of
+// the large-batch kernels takes it), captured and replayed three times, each
+// replay also checked against the CPU backend; runs after the test above and
+// marks graph_capture failed on any difference.
+void check_scalar_graph_replay(uint64_t seed, const ScalarFilter& f, bool logprobs) {
+  HostBatch b = make_batch(256, 129280, DType::kF32, seed);
   f.set_rows(b);
   for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
   bool ok = false;
-  check_graph_replay(b, &f, 3, true, ok);
-  if (!ok) flags()["graph_capture"] = "fail";  // (runs after the test above)
+  check_graph_replay(b, &f, 3, true, ok, logprobs);
+  if (!ok) flags()["graph_capture"] = "fail";
 }
 
-// A batch that takes the plain-race kernel (scalar plain rows, B >= 128, no
-// log-probs asked for), also checked against the CPU backend.
+// The row-CTA kernel (scalar top-k with top-p, B >= 256, a temperature).
+TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
+  TS_REQUIRE_GPU();
+  check_scalar_graph_replay(2025, ScalarFilter{0.8f, 50, 0.9f, 0.0f}, true);
+}
+
+// The plain-race kernel (scalar plain rows, B >= 128, no log-probs asked for).
 TEST(GpuSampler, GraphCaptureAndReplayPlain) {
   TS_REQUIRE_GPU();
-  HostBatch b = make_batch(256, 129280, DType::kF32, 2026);
-  const ScalarFilter f{0.9f, 0, 1.0f, 0.0f};
-  f.set_rows(b);
-  for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
-  bool ok = false;
-  check_graph_replay(b, &f, 3, true, ok, /*logprobs=*/false);
-  if (!ok) flags()["graph_capture"] = "fail";
+  check_scalar_graph_replay(2026, ScalarFilter{0.9f, 0, 1.0f, 0.0f}, false);
 }
 
 // One workspace serves calls of any shape and either algorithm in any order:
@@ -523,6 +522,69 @@ TEST(GpuSampler, GreedyScalarBatchesMatchCpu) {
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
 
+// Every shape x dtype (bf16 only at V = 262,208) x filter: a batch of the
+// mixed distribution (every row shape, padded strides) whose rows take the
+// filter and keep their random seeds and offsets, passed to fn(batch, filter).
+template <size_t kShapes, size_t kFilters, class F>
+void for_each_scalar_batch(const BatchShape (&shapes)[kShapes], const ScalarFilter (&filters)[kFilters],
+                           uint64_t& seed, F&& fn) {
+  for (const BatchShape& sh : shapes)
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+      if (sh.vocab == 262208 && dt != DType::kBF16) continue;  // one dtype at the largest V
+      for (const ScalarFilter& f : filters) {
+        BatchOptions o;
+        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
+        f.set_rows(b);
+        fn(b, f);
+      }
+    }
+}
+
+// Rows sampled alone against the same rows in a batch.
+struct AloneTally {
+  int64_t checked = 0, differ = 0;
+};
+
+// One kAuto call on batch b with the scalar parameters f (asking for
+// log-probs when `logprobs`), matched against the CPU backend; then rows 0,
+// 1, 17 and the last, each sampled alone (one row: the chunked kernel), must
+// give the batch's token, status and kept count, and with `logprobs` the same
+// log-prob bits.
+void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool logprobs, Tally& t, int& reported,
+                                AloneTally& alone_t) {
+  GpuSampler g;
+  ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  DeviceBatch d(b);
+  f.apply(d);
+  if (!logprobs) d.out.logprobs = nullptr;
+  d.poison();
+  ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+  TS_CUDA_OK(cudaDeviceSynchronize());
+  const Results all = d.fetch();
+  compare_batch(b, all, run_cpu(b), t, reported, logprobs);
+  for (int64_t r : {(int64_t)0, (int64_t)1, (int64_t)17, b.rows - 1}) {
+    HostBatch one(1, b.vocab, b.vocab, b.dtype);
+    one.set_row(0, b.row(r));
+    one.set_params(0, b.params(r));
+    one.dist[0] = b.dist[r];
+    DeviceBatch d1(one);
+    f.apply(d1);
+    if (!logprobs) d1.out.logprobs = nullptr;
+    d1.poison();
+    ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
+    const Results alone = d1.fetch();
+    ++alone_t.checked;
+    const bool same = alone.token[0] == all.token[r] && alone.status[0] == all.status[r] &&
+                      alone.kept[0] == all.kept[r] &&
+                      (!logprobs || std::memcmp(&alone.logprob[0], &all.logprob[r], sizeof(float)) == 0);
+    if (!same && ++alone_t.differ <= 10)
+      ADD_FAILURE() << "row " << r << " V " << b.vocab << " dtype " << dtype_name(b.dtype) << " T " << f.temperature
+                    << " k " << f.top_k << " p " << f.top_p << " min_p " << f.min_p << ": alone " << alone.token[0]
+                    << "/" << alone.status[0] << "/" << alone.kept[0] << "/" << alone.logprob[0] << ", in the batch "
+                    << all.token[r] << "/" << all.status[r] << "/" << all.kept[r] << "/" << all.logprob[r];
+  }
+}
+
 // Batches of min-p rows, or of top-k rows (k < 64) without min-p, with
 // scalar filter parameters take the row-CTA kernel from
 // PivotPolicy::kRowCtaMinRows rows (src/cuda/pivot_rowcta.cuh): every
@@ -539,52 +601,14 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
                                   {1.0f, 1, 1.0f, 0.0f},   {1.0f, 0, 1.0f, 0.05f},  {0.8f, 20, 0.9f, 0.1f},
                                   {1.0f, 100, 1.0f, 0.02f}, {1.2f, 0, 0.95f, 0.3f}};
   uint64_t seed = 1700;
-  int64_t alone_checked = 0, alone_differ = 0;
-  for (const BatchShape& sh : shapes)
-    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-      if (sh.vocab == 262208 && dt != DType::kBF16) continue;  // one dtype at the largest V
-      for (const ScalarFilter& f : filters) {
-        BatchOptions o;  // the mixed distribution (every row shape), padded strides
-        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
-        f.set_rows(b);  // the rows keep their random seeds and offsets
-        DeviceBatch d(b);
-        f.apply(d);
-        GpuSampler g;
-        ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-        d.poison();
-        ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
-        TS_CUDA_OK(cudaDeviceSynchronize());
-        const Results all = d.fetch();
-        compare_batch(b, all, run_cpu(b), t, reported);
-        for (int64_t r : {(int64_t)0, (int64_t)1, (int64_t)17, b.rows - 1}) {
-          HostBatch one(1, b.vocab, b.vocab, b.dtype);
-          one.set_row(0, b.row(r));
-          one.set_params(0, b.params(r));
-          one.dist[0] = b.dist[r];
-          DeviceBatch d1(one);
-          f.apply(d1);
-          d1.poison();
-          ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
-          const Results alone = d1.fetch();
-          ++alone_checked;
-          const bool same = alone.token[0] == all.token[r] && alone.status[0] == all.status[r] &&
-                            alone.kept[0] == all.kept[r] &&
-                            std::memcmp(&alone.logprob[0], &all.logprob[r], sizeof(float)) == 0;
-          if (!same) {
-            ++alone_differ;
-            if (alone_differ <= 10)
-              ADD_FAILURE() << "row " << r << " V " << b.vocab << " dtype " << (int)dt << " k " << f.top_k << " min_p " << f.min_p
-                            << ": alone " << alone.token[0] << "/" << alone.status[0] << "/" << alone.kept[0] << "/"
-                            << alone.logprob[0] << ", in the batch " << all.token[r] << "/" << all.status[r] << "/"
-                            << all.kept[r] << "/" << all.logprob[r];
-          }
-        }
-      }
-    }
+  AloneTally alone;
+  for_each_scalar_batch(shapes, filters, seed, [&](const HostBatch& b, const ScalarFilter& f) {
+    check_batch_and_rows_alone(b, f, true, t, reported, alone);
+  });
   std::printf("[rowcta_scalar] rows %lld, rows alone checked %lld, differing %lld\n", (long long)t.rows,
-              (long long)alone_checked, (long long)alone_differ);
+              (long long)alone.checked, (long long)alone.differ);
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
-  EXPECT_EQ(alone_differ, 0);
+  EXPECT_EQ(alone.differ, 0);
 }
 
 // Rows built to reach the large-batch kernels' rare paths, 256 of them at V =
@@ -667,49 +691,11 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {130, 65}, {128, 1}, {129, 7}, {256, 262208}};
   const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {1.3f, 0x7fffffff, 1.0f, 0.0f}};
   uint64_t seed = 2600;
-  int64_t alone_checked = 0, alone_differ = 0;
-  GpuSampler g;
+  AloneTally alone;
   auto check = [&](const HostBatch& b, const ScalarFilter& f) {
-    DeviceBatch d(b);
-    f.apply(d);
-    d.out.logprobs = nullptr;
-    ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-    d.poison();
-    ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
-    TS_CUDA_OK(cudaDeviceSynchronize());
-    const Results all = d.fetch();
-    compare_batch(b, all, run_cpu(b), t, reported, /*logprobs=*/false);
-    for (int64_t r : {(int64_t)0, (int64_t)1, (int64_t)17, b.rows - 1}) {
-      HostBatch one(1, b.vocab, b.vocab, b.dtype);
-      one.set_row(0, b.row(r));
-      one.set_params(0, b.params(r));
-      one.dist[0] = b.dist[r];
-      DeviceBatch d1(one);
-      f.apply(d1);
-      d1.out.logprobs = nullptr;
-      d1.poison();
-      ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
-      const Results alone = d1.fetch();
-      ++alone_checked;
-      if (alone.token[0] != all.token[r] || alone.status[0] != all.status[r] || alone.kept[0] != all.kept[r]) {
-        if (++alone_differ <= 10)
-          ADD_FAILURE() << "row " << r << " V " << b.vocab << " dtype " << dtype_name(b.dtype) << " T "
-                        << f.temperature << ": alone " << alone.token[0] << "/" << alone.status[0] << "/"
-                        << alone.kept[0] << ", in the batch " << all.token[r] << "/" << all.status[r] << "/"
-                        << all.kept[r];
-      }
-    }
+    check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone);
   };
-  for (const BatchShape& sh : shapes)
-    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
-      if (sh.vocab == 262208 && dt != DType::kBF16) continue;  // one dtype at the largest V
-      for (const ScalarFilter& f : filters) {
-        BatchOptions o;  // the mixed distribution (every row shape), padded strides
-        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
-        f.set_rows(b);  // the rows keep their random seeds and offsets
-        check(b, f);
-      }
-    }
+  for_each_scalar_batch(shapes, filters, seed, check);
   for (DType dt : {DType::kF32, DType::kBF16})
     for (const ScalarFilter& f : {ScalarFilter{1.0f, 0, 1.0f, 0.0f}, ScalarFilter{0.5f, 0, 1.0f, 0.0f}}) {
       HostBatch b = edge_rows_batch(dt, 9100 + (uint64_t)dt * 17);
@@ -717,9 +703,9 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
       check(b, f);
     }
   std::printf("[plain_race] rows %lld, rows alone checked %lld, differing %lld\n", (long long)t.rows,
-              (long long)alone_checked, (long long)alone_differ);
+              (long long)alone.checked, (long long)alone.differ);
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
-  EXPECT_EQ(alone_differ, 0);
+  EXPECT_EQ(alone.differ, 0);
 }
 
 // Writes the JSON summary after all tests ran.
