@@ -76,7 +76,7 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // All-greedy batches from GreedyPolicy::kMinRows rows: one argmax pass, no
   // chunks (exact, so the choice cannot change a row's result).
   if (greedy_argmax_applies(logits, params)) return launch_greedy_argmax(logits, out, stream);
-  // All-plain batches from PlainRacePolicy<>::kMinRows rows without log-probs:
+  // All-plain batches from PlainRacePolicy::kMinRows rows without log-probs:
   // one race pass per row (exact, so the choice cannot change a row's result).
   if (plain_race_applies(logits, params, out)) return launch_plain_race(logits, params, out, stream);
   const PivotLayout lay(logits.rows, logits.vocab);

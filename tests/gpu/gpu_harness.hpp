@@ -93,12 +93,15 @@ struct DeviceBatch {
     params.offset.per_row = offset->as<uint64_t>();
     out = SampleOutputs{token->as<int32_t>(), status->as<int32_t>(), logprob->as<float>(), kept->as<int32_t>()};
   }
-  // Poisons the outputs so an unwritten row cannot pass.
+  // Poisons the outputs so an unwritten row cannot pass.  Synchronous: the
+  // memsets go to the legacy default stream, which does not order them before
+  // work on a non-blocking stream (the graph tests' stream).
   void poison() {
     cudaMemset(token->p, 0xA5, 4 * rows);
     cudaMemset(status->p, 0xA5, 4 * rows);
     cudaMemset(kept->p, 0xA5, 4 * rows);
     cudaMemset(logprob->p, 0xA5, 4 * rows);
+    cudaDeviceSynchronize();
   }
   Results fetch() const {
     Results r(rows);

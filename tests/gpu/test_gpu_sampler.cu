@@ -549,18 +549,27 @@ struct AloneTally {
 // log-probs when `logprobs`), matched against the CPU backend; then rows 0,
 // 1, 17 and the last, each sampled alone (one row: the chunked kernel), must
 // give the batch's token, status and kept count, and with `logprobs` the same
-// log-prob bits.
+// log-prob bits.  With `no_workspace` the batch call must leave the
+// workspace as it found it: the plain race uses none, the chunked kernel
+// always clears its tickets, so this proves which kernel took the batch.
 void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool logprobs, Tally& t, int& reported,
-                                AloneTally& alone_t) {
+                                AloneTally& alone_t, bool no_workspace = false) {
   GpuSampler g;
   ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
   DeviceBatch d(b);
   f.apply(d);
   if (!logprobs) d.out.logprobs = nullptr;
+  if (no_workspace) TS_CUDA_OK(cudaMemset(g.ws->p, 0x5A, g.ws_bytes));
   d.poison();
   ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
   TS_CUDA_OK(cudaDeviceSynchronize());
   const Results all = d.fetch();
+  if (no_workspace) {
+    std::vector<unsigned char> ws(g.ws_bytes);
+    TS_CUDA_OK(cudaMemcpy(ws.data(), g.ws->p, g.ws_bytes, cudaMemcpyDeviceToHost));
+    EXPECT_TRUE(std::all_of(ws.begin(), ws.end(), [](unsigned char c) { return c == 0x5A; }))
+        << "V " << b.vocab << " rows " << b.rows << ": the call wrote its workspace (not the plain race)";
+  }
   compare_batch(b, all, run_cpu(b), t, reported, logprobs);
   for (int64_t r : {(int64_t)0, (int64_t)1, (int64_t)17, b.rows - 1}) {
     HostBatch one(1, b.vocab, b.vocab, b.dtype);
@@ -693,7 +702,7 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   uint64_t seed = 2600;
   AloneTally alone;
   auto check = [&](const HostBatch& b, const ScalarFilter& f) {
-    check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone);
+    check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, /*no_workspace=*/true);
   };
   for_each_scalar_batch(shapes, filters, seed, check);
   for (DType dt : {DType::kF32, DType::kBF16})
