@@ -286,6 +286,19 @@ TS_HD float race_score(float z, uint64_t seed, uint64_t offset, uint32_t i) {
   return race_score_from_bits(z, token_bits(seed, offset, i));
 }
 
+// A cheap test that a token cannot win, in the log2 domain (the GPU's plain
+// race, src/cuda/plain_race.cu).  2^24 (1 - U) is the odd integer 2^24 - 1 -
+// 2 (r >> 9), so h = (~r >> 9) & (2^23 - 1) = floor(2^23 (1 - U)), formed as a
+// float by the exponent trick (exact), and lg2(h) - 23 <= log2(1 - U).  With
+// -ln E <= -ln(1 - U), a token whose z gives lg2(h) > z log2(e) +
+// race_skip_cut(bar, margin) scores below bar - margin.  h = 0 (U's largest
+// values) gives lg2 = -inf: never skipped; bar = -inf gives a cut of +inf.
+TS_HD float race_skip_h(uint32_t r) {
+  return bits_float(0x4b000000u | ((~r >> 9) & 0x7fffffu)) - 8388608.0f;
+}
+constexpr float kLog2E = 1.44269504088896341f;
+TS_HD float race_skip_cut(float bar, float margin) { return 23.0f - (bar - margin) * kLog2E; }
+
 // Largest possible -ln(E) (U = 1 - 2^-24 gives E ~ 2^-24): a token whose
 // z + kMaxRaceBoost is below a score already seen can never win the race.
 constexpr float kMaxRaceBoost = 16.6355324f;

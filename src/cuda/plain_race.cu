@@ -97,19 +97,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   float bar = bar_key ? contract::key_to_float(bar_key) : -kInf;
 
   PlainRaceState mine{0, -kInf, 0};
-  // The skip test in the log2 domain.  2^24 (1 - U) is the odd integer
-  // 2^24 - 1 - 2 (bits >> 9), so h = (~bits >> 9) & (2^23 - 1) = floor(2^23 (1 -
-  // U)) and lg2(h) - 23 <= log2(1 - U): the token cannot win (z - ln(1 - U) <
-  // bar - margin) when lg2(h) > z log2(e) + c, c = 23 - (bar - margin)
-  // log2(e).  h as a float by the exponent trick (2^23 + h - 2^23, exact: no
-  // conversion instruction), one fast lg2 and one FFMA a token; h = 0 gives
-  // -inf: no skip.  The fast lg2 errs by < 2^-21 and the FFMA by < 2e-4 for
-  // |z| < kSkipMaxAbsZ, far inside the margin.
-  constexpr float kLog2e = 1.44269504088896341f;
-  auto cut = [&]() { return 23.0f - (bar - Policy::kSkipMargin) * kLog2e; };  // +inf while bar is -inf
+  // The skip test in the log2 domain (contract::race_skip_h and _cut): an
+  // exponent trick, one fast lg2 and one FFMA a token, no conversion.  The
+  // fast lg2 errs by < 2^-21 and the FFMA by < 2e-4 for |z| < kSkipMaxAbsZ,
+  // far inside the margin (tests/cpu/test_contract.cpp checks the bound over
+  // every U with the token's own score as the bar).
+  auto cut = [&]() { return contract::race_skip_cut(bar, Policy::kSkipMargin); };  // +inf while bar is -inf
   auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools
-    const float h = __uint_as_float(0x4b000000u | ((~bits >> 9) & 0x7fffffu)) - 8388608.0f;
-    return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(h) > fmaf(z, kLog2e, c));
+    return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(contract::race_skip_h(bits)) > fmaf(z, contract::kLog2E, c));
   };
   // The exact score of a token that may win.
   auto score = [&](float z, uint32_t i, uint32_t bits) {

@@ -171,6 +171,32 @@ TEST(ContractRace, CheapUpperBoundHolds) {
   }
 }
 
+// The plain race's skip test (contract::race_skip_h / race_skip_cut,
+// src/cuda/plain_race.cu): h is floor(2^23 (1 - U)) exactly for every U, and
+// a token is never skipped against a bar equal to its own exact score (the
+// worst case: the kernel's bar is some token's score, at most the winner's)
+// with room for the GPU's approximate lg2 (error < 2^-21) to spare.
+TEST(ContractRace, SkipTestInLog2IsConservative) {
+  Rng rng(12);
+  const float margin = 0.01f;  // PlainRacePolicy::kSkipMargin
+  const float zs[] = {0.0f, -999.99994f, 999.99994f, 511.99997f, -3.25f, 17.0f};
+  double least = 1e30;
+  for (uint32_t m = 0; m < (1u << 23); ++m) {
+    const uint32_t r = (m << 9) | (uint32_t)(rng.next() & 0x1ffu);
+    const float h = c::race_skip_h(r);
+    const double u = (double)c::uniform_from_bits(r);
+    ASSERT_EQ((double)h, std::floor(8388608.0 * (1.0 - u))) << r;
+    if (h == 0.0f || (m & 7u)) continue;  // the bound on every 8th U (all of them for h)
+    for (float z : zs) {
+      const float bar = c::race_score_from_bits(z, r);
+      const float rhs = std::fma(z, c::kLog2E, c::race_skip_cut(bar, margin));
+      least = std::min(least, (double)rhs - std::log2((double)h));
+    }
+  }
+  EXPECT_GT(least, std::ldexp(1.0, -20)) << "a winning token could be skipped";
+  EXPECT_EQ(c::race_skip_cut(-std::numeric_limits<float>::infinity(), margin), std::numeric_limits<float>::infinity());
+}
+
 TEST(ContractOrder, KeyIsMonotoneAndFoldsSignedZero) {
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(c::order_key(-0.0f), c::order_key(0.0f));
