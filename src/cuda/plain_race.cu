@@ -106,6 +106,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools
     return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(contract::race_skip_h(bits)) > fmaf(z, contract::kLog2E, c));
   };
+  // Tokens whose best z is this low cannot win, whatever their uniforms.
+  auto beaten = [&](float zmax) { return zmax + contract::kMaxRaceBoost < bar - Policy::kSkipMargin; };
   // The exact score of a token that may win.
   auto score = [&](float z, uint32_t i, uint32_t bits) {
     const float s = contract::race_score_from_bits(z, bits);
@@ -121,7 +123,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     const float z = unit ? xi : contract::scale(xi, temperature);
     if (!(z > -kInf)) return;  // NaN tokens never are (the row is rejected anyway)
     ++mine.eligible;
-    if (z + contract::kMaxRaceBoost < bar - Policy::kSkipMargin) return;
+    if (beaten(z)) return;
     const uint32_t bits = contract::token_bits(seed, offset, (uint32_t)i);
     if (may_win(z, bits, cut())) score(z, (uint32_t)i, bits);
   };
@@ -146,7 +148,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         z[w] = elig ? zz : -kInf;
         zm = fmaxf(zm, z[w]);
       }
-      if (!(zm > -kInf) || zm + contract::kMaxRaceBoost < bar - Policy::kSkipMargin) continue;
+      if (!(zm > -kInf) || beaten(zm)) continue;
       const uint32_t i = (uint32_t)(i0 + 4 * g);
       const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
       // The four tests first, without branches; the exact scores only

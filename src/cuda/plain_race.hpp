@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/pivot_policy.cuh"
 #include "tokensift/tokensift.hpp"
 
 // Batches from this many rows take the plain-race kernel; a build-time knob so
@@ -41,11 +42,10 @@ struct PlainRacePolicy {
   static constexpr int kUnroll = kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_UNROLL_32 : TOKENSIFT_PLAIN_RACE_UNROLL_16;
   static constexpr bool kAhead = (kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_AHEAD_32 : TOKENSIFT_PLAIN_RACE_AHEAD_16) != 0;
   static constexpr int64_t kMinRows = TOKENSIFT_PLAIN_RACE_MIN_ROWS;  // one CTA per row fills the GPU (132 SMs)
-  // The cheap bounds that spare a token its exact score (as the chunk
-  // phase's race, PivotPolicy): below kSkipMaxAbsZ the bound's rounding stays
-  // far inside the margin (the error budget is in plain_race.cu, may_win).
-  static constexpr float kSkipMargin = 0.01f;
-  static constexpr float kSkipMaxAbsZ = 1000.0f;
+  // The cheap bounds that spare a token its exact score: the chunk phase's
+  // margin and range (the error budget is in plain_race.cu, may_win).
+  static constexpr float kSkipMargin = PivotPolicy::kRaceSkipMargin;
+  static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
 };
 
 // True when every row of the call is a plain row (no min-p, top-k or top-p;

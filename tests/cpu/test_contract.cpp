@@ -178,7 +178,7 @@ TEST(ContractRace, CheapUpperBoundHolds) {
 // with room for the GPU's approximate lg2 (error < 2^-21) to spare.
 TEST(ContractRace, SkipTestInLog2IsConservative) {
   Rng rng(12);
-  const float margin = 0.01f;  // PlainRacePolicy::kSkipMargin
+  const float margin = 0.01f;  // PivotPolicy::kRaceSkipMargin (the GPU races' margin)
   const float zs[] = {0.0f, -999.99994f, 999.99994f, 511.99997f, -3.25f, 17.0f};
   double least = 1e30;
   for (uint32_t m = 0; m < (1u << 23); ++m) {

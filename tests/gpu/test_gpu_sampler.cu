@@ -88,16 +88,13 @@ void compare_batch(const HostBatch& b, const Results& gpu, const Results& cpu, T
 }
 
 // One kAuto call on d (poisoned first), matched against the CPU backend on b.
-// Without `logprobs` the call asks for none (plain batches then take the
-// plain-race kernel).
-void sample_and_compare(const HostBatch& b, DeviceBatch& d, Tally& t, int& reported, bool logprobs = true) {
+void sample_and_compare(const HostBatch& b, DeviceBatch& d, Tally& t, int& reported) {
   GpuSampler g;
   ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-  if (!logprobs) d.out.logprobs = nullptr;
   d.poison();
   ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
   TS_CUDA_OK(cudaDeviceSynchronize());
-  compare_batch(b, d.fetch(), run_cpu(b), t, reported, logprobs);
+  compare_batch(b, d.fetch(), run_cpu(b), t, reported);
 }
 
 struct Shape {
