@@ -4,7 +4,7 @@
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
-#                                   benchflat,profile,profileprobe,kernels,variant,probe (default build,test,sanitize,bench)
+#                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace (default build,test,sanitize,bench)
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 # test: GTEST_FILTER (gtest's own variable) runs part of the suite,
@@ -83,6 +83,14 @@ if has benchquick; then
   log bench quick
   $BUILD/bench/sampler_bench --out "$OUT/bench-quick.json" --vocabs 129280 --batches 1,64,1024 \
     --dists outlier_head --algos ${QUICK_ALGOS:-pivot,sort} --sort-max-batch 64 --reps 10 2>&1 | tail -80
+fi
+
+if has rowctatrace; then
+  # The row-CTA kernel's stages per CTA at B = 256 and 1024 (dev/rowcta_trace.cu),
+  # built beside the library; the library's own build is not needed.
+  log rowcta trace
+  build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE || tail -20 "$OUT/probe-build.log"
+  for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace $v 2>&1; done | tee "$OUT/rowcta-trace.log"
 fi
 
 if has probe; then

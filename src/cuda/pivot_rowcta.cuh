@@ -84,6 +84,46 @@ union PivotSmem {
   FallbackSmem<Policy> fallback;
 };
 
+// Dev builds only (dev/rowcta_trace.cu): thread 0 of each row's CTA stamps
+// clock64() at the row's stages into rowcta_trace[row] (0 entry, 1 row
+// parameters in, 2 first iteration and first tau done, 3 stream done, 4 row
+// statistics reduced, 5 final compaction done, 6 finish done), its entry and
+// exit %globaltimer, and per row: passes, compactions, the buffer's count when
+// the stream ended, the SM.
+#ifdef TOKENSIFT_ROWCTA_TRACE
+constexpr int kRowCtaTraceRows = 4096;
+__device__ long long rowcta_trace[kRowCtaTraceRows][7];
+__device__ unsigned long long rowcta_ns[kRowCtaTraceRows][2];
+__device__ int rowcta_info[kRowCtaTraceRows][4];
+__device__ __forceinline__ unsigned long long rowcta_globaltimer() {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+}
+#define TS_ROWCTA_MARK(i)                                                                      \
+  do {                                                                                         \
+    if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_trace[blockIdx.x][i] = clock64(); \
+  } while (0)
+#define TS_ROWCTA_INFO(i, v)                                                                 \
+  do {                                                                                       \
+    if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_info[blockIdx.x][i] = (v); \
+  } while (0)
+#define TS_ROWCTA_NS(i)                                                                                    \
+  do {                                                                                                     \
+    if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_ns[blockIdx.x][i] = rowcta_globaltimer(); \
+  } while (0)
+#else
+#define TS_ROWCTA_MARK(i) \
+  do {                    \
+  } while (0)
+#define TS_ROWCTA_INFO(i, v) \
+  do {                       \
+  } while (0)
+#define TS_ROWCTA_NS(i) \
+  do {                  \
+  } while (0)
+#endif
+
 // Keeps the buffer's top need..cap (exactly need on ties) and raises tau to
 // the cut: at most cap entries stay.  Call from all threads.
 template <class Policy>
@@ -340,10 +380,21 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   __shared__ int overflow_sh;      // min-p rows: more survivors than the buffer holds
   MergeSmem<Policy>& sm = smem.merge;
   const int64_t row_id = blockIdx.x;
+  TS_ROWCTA_NS(0);
+  TS_ROWCTA_MARK(0);
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
   if (threadIdx.x == 0) row_cfg = load_row_config(a.params, row_id, vocab);
   __syncthreads();
+  TS_ROWCTA_MARK(1);
+#ifdef TOKENSIFT_ROWCTA_TRACE
+  int trace_compactions = 0;
+  {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    TS_ROWCTA_INFO(3, (int)smid);
+  }
+#endif
   const RowConfig cfg = row_cfg;
   const int need = cfg.top_k;
   const bool unit = cfg.temperature == 1.0f;
@@ -578,6 +629,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           tau = tau_sh;
           tau_f = contract::key_to_float(packed_key(tau));
         }
+#ifdef TOKENSIFT_ROWCTA_TRACE
+        ++trace_compactions;
+#endif
         uint32_t again = dropped;
         dropped = 0;
         while (again) {
@@ -602,7 +656,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     // The first whole iteration's loads go out before the first iteration
     // (its block reduction and barriers) runs.
     if (kAhead && 2 * kStep <= nvec) load_ahead(kStep);
-    if (iterate(0, std::false_type{}, std::false_type{})) {
+    const bool whole = iterate(0, std::false_type{}, std::false_type{});
+    if (pass == 0) TS_ROWCTA_MARK(2);
+    if (whole) {
       int32_t base = kStep;
       if (unit) {
         for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::true_type{});
@@ -611,6 +667,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       }
       while (iterate(base, std::false_type{}, std::false_type{})) base += kStep;
     }
+    TS_ROWCTA_MARK(3);
+    TS_ROWCTA_INFO(2, sm.count);
+    TS_ROWCTA_INFO(0, pass + 1);
     {
       ChunkStats st{raw_max, eligible, 0, 0.0f, 0.0f};
       __syncthreads();
@@ -622,6 +681,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     if (kMinP || !(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
   }
 
+  TS_ROWCTA_MARK(4);
+#ifdef TOKENSIFT_ROWCTA_TRACE
+  TS_ROWCTA_INFO(1, trace_compactions);
+#endif
   // The merge's statuses, in its order.
   const ChunkStats rs = stats_sh;
   const float kNan = __int_as_float(0x7fffffff);
@@ -658,10 +721,13 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         __syncthreads();
         next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
       }
+      TS_ROWCTA_MARK(5);
       r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, use_list, next, zmax);
+      TS_ROWCTA_MARK(6);
     }
   }
   if (threadIdx.x == 0 && r.status != kRowDeferred) write_result(a.out, row_id, r);
+  TS_ROWCTA_NS(1);
 }
 
 }  // namespace tokensift::cuda_detail

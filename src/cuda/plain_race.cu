@@ -57,6 +57,18 @@ __device__ __forceinline__ float fast_lg2(float x) {
   return r;
 }
 
+// The contract's exact score, inline or (TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE)
+// out of line.
+#if TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE
+__device__ __noinline__ float exact_race_score(float z, uint32_t bits) {
+  return contract::race_score_from_bits(z, bits);
+}
+#else
+__device__ __forceinline__ float exact_race_score(float z, uint32_t bits) {
+  return contract::race_score_from_bits(z, bits);
+}
+#endif
+
 struct PlainRaceState {
   uint64_t best;  // pack_order(order_key(score), i) of the race leader; 0 = none yet
   float xmax;     // NaN-propagating max of the raw logits (status)
@@ -110,7 +122,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   auto beaten = [&](float zmax) { return zmax + contract::kMaxRaceBoost < bar - Policy::kSkipMargin; };
   // The exact score of a token that may win.
   auto score = [&](float z, uint32_t i, uint32_t bits) {
-    const float s = contract::race_score_from_bits(z, bits);
+    const float s = exact_race_score(z, bits);
     const uint64_t q = pack_order(contract::order_key(s), i);
     if (q > mine.best) {
       mine.best = q;

@@ -32,6 +32,13 @@
 #ifndef TOKENSIFT_PLAIN_RACE_AHEAD_16
 #define TOKENSIFT_PLAIN_RACE_AHEAD_16 1
 #endif
+// 1: the exact score (two contract logs, a few tokens in a thousand) is an
+// out-of-line call, so that its registers do not crowd a deeper load
+// pipeline (fp32 4 loads ahead fits 64 registers then).  Not the default
+// until timed (perf-notes next step 1).
+#ifndef TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE
+#define TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE 0
+#endif
 
 namespace tokensift::cuda_detail {
 

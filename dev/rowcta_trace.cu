@@ -1,0 +1,167 @@
+// Dev probe (not part of the library): where the row-CTA kernel's time goes
+// at large batches.  At B >= 256 the top-k row-CTA calls cost ~30 us per row
+// and CTA slot more than the greedy kernel that streams the same rows
+// (bench/results/sampler-h200-2026-11-30.md: fp32 k50 minus greedy is 27.5 us
+// at B = 256 for every V, ~120 us at B = 1024 = 4 rows per slot), a cost that
+// does not grow with V.  This probe times whole batched calls (CUDA events,
+// median of 9) of the anchors' rows (N(0, 2^2) + 20 tokens boosted +8..+15,
+// V = 129,280) and, from one traced call, each CTA's stages (clock64 stamps
+// of pivot_rowcta.cuh under TOKENSIFT_ROWCTA_TRACE, in us at the SM clock
+// measured here): parameters, first iteration and tau, the stream, the row
+// statistics, the final compaction, the finish; then min / median / p90 / max
+// over the CTAs, the kernel's span by %globaltimer, and how many rows were
+// streamed twice or compacted mid-stream.
+// Build and run on the device (gpu-check's `rowcta_trace` step):
+//   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
+//        -DTOKENSIFT_ROWCTA_TRACE dev/rowcta_trace.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o /tmp/rt
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "cuda/pivot_kernels.cuh"  // the kernels, instantiated here by launch_pivot
+#include "cuda/pivot_sampler.cu"
+#include "probe_rows.hpp"
+
+using namespace tokensift;
+using namespace tokensift::cuda_detail;
+
+__global__ void spin_kernel(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+double sm_clock_mhz() {
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  const long long cycles = 200000000;
+  spin_kernel<<<1, 1>>>(cycles / 10);
+  cudaEventRecord(e0);
+  spin_kernel<<<1, 1>>>(cycles);
+  cudaEventRecord(e1);
+  cudaEventSynchronize(e1);
+  float ms;
+  cudaEventElapsedTime(&ms, e0, e1);
+  return (double)cycles / (ms * 1e3);
+}
+
+void stats_line(const char* name, std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  double sum = 0;
+  for (double x : v) sum += x;
+  printf("    %-22s min %7.2f  med %7.2f  p90 %7.2f  max %7.2f  mean %7.2f\n", name, v[0], v[n / 2],
+         v[(size_t)(0.9 * (n - 1))], v[n - 1], sum / n);
+}
+
+int main(int argc, char** argv) {
+  const int64_t V = argc > 1 ? atoll(argv[1]) : 129280;
+  const int kMaxB = 1024;
+  const std::vector<float> h = probe::anchor_rows(kMaxB, V, 2.0f, 20);
+  std::vector<__nv_bfloat16> hb(h.size());
+  for (size_t i = 0; i < h.size(); ++i) hb[i] = __float2bfloat16(h[i]);
+  float* d32;
+  __nv_bfloat16* d16;
+  cudaMalloc(&d32, h.size() * 4);
+  cudaMalloc(&d16, h.size() * 2);
+  cudaMemcpy(d32, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(d16, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice);
+  int32_t *tokens, *status;
+  uint64_t* offsets;
+  cudaMalloc(&tokens, 4 * kMaxB);
+  cudaMalloc(&status, 4 * kMaxB);
+  cudaMalloc(&offsets, 8 * kMaxB);
+  cudaMemset(offsets, 0, 8 * kMaxB);
+  const size_t ws_bytes = pivot_workspace_size(kMaxB, V);
+  void* ws;
+  cudaMalloc(&ws, ws_bytes);
+  cudaMemset(ws, 0, ws_bytes);
+  const double mhz = sm_clock_mhz();
+  printf("SM clock %.0f MHz, V = %lld\n", mhz, (long long)V);
+
+  struct Case {
+    const char* name;
+    int k;
+    float min_p;
+  };
+  const Case cases[] = {{"k50", 50, 0.0f}, {"minp0.05", 0, 0.05f}};
+  for (int dt = 0; dt < 2; ++dt) {
+    for (int B : {256, 1024}) {
+      for (const Case& c : cases) {
+        SamplingParams p;
+        p.top_k.value = c.k;
+        p.min_p.value = c.min_p;
+        p.seed.value = 42;
+        p.offset.per_row = offsets;
+        SampleOutputs out;
+        out.tokens = tokens;
+        out.row_status = status;
+        LogitsView lv;
+        lv.data = dt == 0 ? (const void*)d32 : (const void*)d16;
+        lv.rows = B;
+        lv.vocab = V;
+        lv.row_stride = V;
+        lv.dtype = dt == 0 ? DType::kF32 : DType::kBF16;
+        const float us = probe::median_event_us([&] { launch_pivot(lv, p, out, ws, 0); }, 9);
+        const int n = std::min(B, kRowCtaTraceRows);
+        std::vector<long long> zero((size_t)kRowCtaTraceRows * 7, 0);
+        cudaMemcpyToSymbol(rowcta_trace, zero.data(), sizeof(long long) * zero.size());
+        launch_pivot(lv, p, out, ws, 0);
+        cudaDeviceSynchronize();
+        std::vector<long long> tr((size_t)kRowCtaTraceRows * 7);
+        std::vector<unsigned long long> ns((size_t)kRowCtaTraceRows * 2);
+        std::vector<int> info((size_t)kRowCtaTraceRows * 4);
+        cudaMemcpyFromSymbol(tr.data(), rowcta_trace, sizeof(long long) * tr.size());
+        cudaMemcpyFromSymbol(ns.data(), rowcta_ns, sizeof(unsigned long long) * ns.size());
+        cudaMemcpyFromSymbol(info.data(), rowcta_info, sizeof(int) * info.size());
+        printf("\n%s B=%d %s: call %.1f us (median of 9, events)\n", dt == 0 ? "fp32" : "bf16", B, c.name, us);
+        if (tr[1] == 0) {
+          printf("    (no trace: the row-CTA kernel did not run)\n");
+          continue;
+        }
+        const char* names[6] = {"params", "first iter + tau", "stream", "row stats", "final compaction",
+                                "finish (decide+draw)"};
+        int finished = 0;
+        for (int s = 1; s <= 6; ++s) {
+          std::vector<double> v;
+          for (int r = 0; r < n; ++r) {
+            const long long* t = &tr[(size_t)r * 7];
+            if (t[s] == 0 || t[s - 1] == 0) continue;
+            v.push_back((double)(t[s] - t[s - 1]) / mhz);
+          }
+          if (s == 6) finished = (int)v.size();
+          if (!v.empty()) stats_line(names[s - 1], v);
+        }
+        std::vector<double> span, start;
+        unsigned long long t0 = ~0ull, t1 = 0;
+        for (int r = 0; r < n; ++r) {
+          t0 = std::min(t0, ns[(size_t)r * 2]);
+          t1 = std::max(t1, ns[(size_t)r * 2 + 1]);
+        }
+        for (int r = 0; r < n; ++r) {
+          span.push_back((double)(ns[(size_t)r * 2 + 1] - ns[(size_t)r * 2]) / 1e3);
+          start.push_back((double)(ns[(size_t)r * 2] - t0) / 1e3);
+        }
+        stats_line("CTA span (globaltimer)", span);
+        stats_line("CTA start after first", start);
+        int twice = 0, compacted = 0;
+        std::vector<double> cnt;
+        for (int r = 0; r < n; ++r) {
+          twice += info[(size_t)r * 4] > 1;
+          compacted += info[(size_t)r * 4 + 1] > 0;
+          cnt.push_back(info[(size_t)r * 4 + 2]);
+        }
+        stats_line("listed at stream end", cnt);
+        printf("    kernel span %.1f us; rows streamed twice %d, compacted mid-stream %d, finished %d of %d\n",
+               (double)(t1 - t0) / 1e3, twice, compacted, finished, n);
+      }
+    }
+  }
+  printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
+  return 0;
+}
