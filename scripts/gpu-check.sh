@@ -48,6 +48,9 @@ build_bench_variant() {
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 
+# The trace probe compiles on the CPU while the GPU runs the tests.
+if has rowctatrace; then rm -f /tmp/rowcta_trace; build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE & fi
+
 if has build; then
   log build
   cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
@@ -87,9 +90,10 @@ fi
 
 if has rowctatrace; then
   # The row-CTA kernel's stages per CTA at B = 256 and 1024 (dev/rowcta_trace.cu),
-  # built beside the library; the library's own build is not needed.
+  # built beside the library (in the background since the build step).
   log rowcta trace
-  build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE || tail -20 "$OUT/probe-build.log"
+  wait
+  [ -x /tmp/rowcta_trace ] || build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE || tail -20 "$OUT/probe-build.log"
   for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace $v 2>&1; done | tee "$OUT/rowcta-trace.log"
 fi
 

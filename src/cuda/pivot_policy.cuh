@@ -46,6 +46,9 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
 #endif
+#ifndef TOKENSIFT_PIVOT_ROWCTA_PREFETCH
+#define TOKENSIFT_PIVOT_ROWCTA_PREFETCH 2
+#endif
 
 namespace tokensift::cuda_detail {
 
@@ -98,6 +101,9 @@ struct PivotPolicy {
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
   static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this
   static constexpr int kRowCtaMinPCompactions = 8;  // min-p rows: list compactions before the gather takes over
+  // Iterations of the row whose lines go to L2 before the row's parameters
+  // are derived (their dependent load and ln(min_p) cost ~1.9 us per row).
+  static constexpr int kRowCtaPrefetchIters = TOKENSIFT_PIVOT_ROWCTA_PREFETCH;
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and

@@ -329,38 +329,55 @@ __device__ __forceinline__ uint32_t rowcta_offer_vectors(MergeSmem<Policy>& sm, 
 // kRowCtaTrimSigmas of the first: one sampled outlier (a dominant token of
 // 30 among N(0, 1) logits) inflates sigma enough that tau overshoots the
 // row's k-th and the row is streamed again (measured: B = 256 dominant rows
-// 156 us against 105 on the chunked kernel).
+// 156 us against 105 on the chunked kernel).  Each fit is one warp
+// butterfly per sum (every lane ends with the same bits: a + b == b + a)
+// and one barrier, after which every thread adds the warps' partials in the
+// same order and derives the same bound and guess itself: a CUB reduction
+// per fit and a thread-0 section per result cost ~1.7 us of the row's
+// stages (dev/rowcta_trace.cu, perf-notes v26).  tau is a heuristic: its
+// bits never reach a result.
 template <class Policy>
 __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, int32_t vocab,
-                                              typename ChunkSmem<Policy>::Reduce::TempStorage& temp,
                                               uint64_t& tau_sh) {
-  __shared__ float bound_sh;
+  constexpr int kWarps = Policy::kThreads / 32;
+  __shared__ float part[2][3][kWarps];
   const float s[4] = {s0, s1, s2, s3};
+  const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
   float bound = __builtin_huge_valf();
-  ChunkStats r;
+  float n = 0.0f, mean = 0.0f, var = 0.0f;
   for (int fit = 0; fit < 2; ++fit) {
-    ChunkStats st{-__builtin_huge_valf(), 0, 0, 0.0f, 0.0f};
+    float c = 0.0f, sum = 0.0f, sumsq = 0.0f;
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
-      if (s[q] <= bound) add_sample(st, s[q]);
+    for (int q = 0; q < 4; ++q) {
+      if (s[q] > -3e18f && s[q] < 3e18f && s[q] <= bound) {  // add_sample's range
+        c += 1.0f;
+        sum += s[q];
+        sumsq += s[q] * s[q];
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      c += __shfl_xor_sync(0xffffffffu, c, o);
+      sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      sumsq += __shfl_xor_sync(0xffffffffu, sumsq, o);
+    }
+    if (lane == 0) part[fit][0][warp] = c, part[fit][1][warp] = sum, part[fit][2][warp] = sumsq;
     __syncthreads();
-    r = typename ChunkSmem<Policy>::Reduce(temp).Reduce(st, ChunkStatsOp{});
-    if (threadIdx.x == 0)
-      bound_sh = r.nsample > 1 ? sample_mean(r) + Policy::kRowCtaTrimSigmas * sqrtf(fmaxf(sample_var(r), 0.0f))
-                               : __builtin_huge_valf();
-    __syncthreads();
-    bound = bound_sh;
+    c = sum = sumsq = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) c += part[fit][0][w], sum += part[fit][1][w], sumsq += part[fit][2][w];
+    n = c;
+    mean = n > 0.0f ? sum / n : 0.0f;
+    var = n > 0.0f ? sumsq / n - mean * mean : 0.0f;
+    bound = n > 1.0f ? mean + Policy::kRowCtaTrimSigmas * sqrtf(fmaxf(var, 0.0f)) : __builtin_huge_valf();
   }
   if (threadIdx.x == 0) {
-    ChunkStats g = r;
-    g.eligible = vocab;
-    const bool spread = r.nsample > 1 && sample_var(r) > 0.0f;
+    const bool spread = n > 1.0f && var > 0.0f;
     const float t = spread && vocab > Policy::kRowCtaAim
-                        ? gaussian_guess(g, false, Policy::kRowCtaAim, Policy::kRowCtaAim)
+                        ? mean + sqrtf(var) * normcdfinvf(1.0f - (float)Policy::kRowCtaAim / (float)vocab)
                         : -__builtin_huge_valf();
     tau_sh = t > -3.4028235e38f && t < __builtin_huge_valf() ? pack_order(contract::order_key(t), 0xffffffffu) : 1ull;
   }
-  __syncthreads();
 }
 
 // kMinP: rows with min-p (any top-k and top-p); else top-k rows, k < kWarpList.
@@ -384,6 +401,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   TS_ROWCTA_MARK(0);
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
+  // The first two iterations' lines go to L2 before the row's parameters
+  // are derived (a dependent load of the per-row arrays, then ln(min_p) in
+  // double by one thread: ~1.9 us, dev/rowcta_trace.cu), so the first
+  // iteration's loads do not start their DRAM round trip after it.  Lines,
+  // not registers: nothing is held across the barrier.
+  {
+    const char* bytes = reinterpret_cast<const char*>(row);
+    const int64_t row_bytes = (int64_t)vocab * (int64_t)sizeof(T);
+    const int64_t want = (int64_t)Policy::kRowCtaPrefetchIters * Policy::kThreads * kPer * (int64_t)sizeof(T);
+    const int64_t span = row_bytes < want ? row_bytes : want;
+    for (int64_t off = (int64_t)threadIdx.x * 128; off < span; off += (int64_t)Policy::kThreads * 128)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(bytes + off));
+  }
   if (threadIdx.x == 0) row_cfg = load_row_config(a.params, row_id, vocab);
   __syncthreads();
   TS_ROWCTA_MARK(1);
@@ -556,7 +586,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         }
       }
       if (!kFull && tau == 0ull) {
-        if (!scalar) rowcta_first_tau<Policy>(z[0], z[kPer / 4], z[kPer / 2], z[3 * kPer / 4], vocab, stats_temp, tau_sh);
+        if (!scalar) rowcta_first_tau<Policy>(z[0], z[kPer / 4], z[kPer / 2], z[3 * kPer / 4], vocab, tau_sh);
         else if (threadIdx.x == 0) tau_sh = 1ull;  // no whole vector: every eligible token
         __syncthreads();
         tau = tau_sh;

@@ -57,8 +57,11 @@ __device__ __forceinline__ float fast_lg2(float x) {
   return r;
 }
 
-// The contract's exact score, inline or (TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE)
-// out of line.
+// The contract's exact score, out of line by default
+// (TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE): its two contract logs run for a few
+// tokens in a thousand, and inlined they held registers across the hot loop
+// that a deeper load pipeline needs (fp32 3 loads ahead at 64 registers:
+// 254 -> 233 us at B = 1024, perf-notes v26).
 #if TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE
 __device__ __noinline__ float exact_race_score(float z, uint32_t bits) {
   return contract::race_score_from_bits(z, bits);

@@ -17,14 +17,18 @@
 // Its 16-byte loads per thread per round and whether a round's loads go out
 // before the previous round is worked (1) or not (0), for 4-byte logits and
 // for 2-byte ones: knobs so that a `variant` build can time other shapes.
-// Measured at B = 1024 (perf-notes v25b-v25c): fp32 252 us at 4 not ahead,
-// 268 at 2 ahead; bf16 304 at 4 not ahead, 241 at 2 ahead (a round of bf16
-// is twice the tokens, so its work hides the next round's loads).
+// Measured at B = 1024, V = 129,280 (perf-notes v25b-v26): with the exact
+// score inline, fp32 252 us at 4 not ahead, 268 at 2 ahead; bf16 304 at 4
+// not ahead, 241 at 2 ahead (a round of bf16 is twice the tokens, so its
+// work hides the next round's loads).  With the exact score out of line
+// (v26: its two contract logs run for a few tokens in a thousand, and
+// inlined they held registers the load pipeline needs): fp32 233 at 3
+// ahead, 235 at 4 ahead; bf16 220 at 2 ahead.
 #ifndef TOKENSIFT_PLAIN_RACE_UNROLL_32
-#define TOKENSIFT_PLAIN_RACE_UNROLL_32 4
+#define TOKENSIFT_PLAIN_RACE_UNROLL_32 3
 #endif
 #ifndef TOKENSIFT_PLAIN_RACE_AHEAD_32
-#define TOKENSIFT_PLAIN_RACE_AHEAD_32 0
+#define TOKENSIFT_PLAIN_RACE_AHEAD_32 1
 #endif
 #ifndef TOKENSIFT_PLAIN_RACE_UNROLL_16
 #define TOKENSIFT_PLAIN_RACE_UNROLL_16 2
@@ -32,12 +36,9 @@
 #ifndef TOKENSIFT_PLAIN_RACE_AHEAD_16
 #define TOKENSIFT_PLAIN_RACE_AHEAD_16 1
 #endif
-// 1: the exact score (two contract logs, a few tokens in a thousand) is an
-// out-of-line call, so that its registers do not crowd a deeper load
-// pipeline (fp32 4 loads ahead fits 64 registers then).  Not the default
-// until timed (perf-notes next step 1).
+// 1: the exact score is an out-of-line call (0: inline, v25).
 #ifndef TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE
-#define TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE 0
+#define TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE 1
 #endif
 
 namespace tokensift::cuda_detail {
