@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
           printf("    (no trace: the row-CTA kernel did not run)\n");
           continue;
         }
-        const char* names[6] = {"params", "first iter + tau", "stream", "row stats", "final compaction",
+        const char* names[6] = {"params", "first tau", "stream", "row stats", "final compaction",
                                 "finish (decide+draw)"};
         int finished = 0;
         for (int s = 1; s <= 6; ++s) {

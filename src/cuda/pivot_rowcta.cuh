@@ -15,23 +15,22 @@
 // nearly every warp-iteration has one), and one with a -inf counts one by
 // one.  The loop runs in three forms: whole iterations at
 // temperature 1, whole iterations with a scale, and a generic one with a
-// per-logit mask for the first iteration (which sets the first tau), the
-// row's end and its head and tail.
+// per-logit mask for the row's end and its head and tail.
 //
-// The passes: the first iteration's sample (4 logits per thread) gives a
-// Gaussian first tau aimed at the row's top kRowCtaAim (the chunk phase's
-// gaussian_guess, fitted twice so that a sampled outlier does not inflate
-// sigma).  Whenever the buffer passes half of kMergeCap, a radix
-// select over it (block_threshold_select) keeps its top k..kWarpList and tau
-// rises to that key; when ties at the k-th key make that impossible, the
-// buffer is sorted and cut at exactly k in the contract's order (tau is a
-// packed (key, index) threshold, so ties resolve by index like everywhere
-// else).  A token that finds the buffer full is remembered by its thread and
-// offered again after the compaction, so nothing is lost.  If tau overshot
-// (fewer than k tokens at or above it), the row is streamed again from the
-// bottom.  At the end the buffer holds exactly the row's tokens at or above
-// tau, at most kWarpList of them, and the merge's own decide_and_draw (the
-// one-warp finish) takes over.
+// The passes: a sample of 4 logits per thread spread over the row, loaded
+// first, gives a Gaussian first tau aimed at the row's top kRowCtaAim (the
+// chunk phase's gaussian_guess, fitted twice so that a sampled outlier does
+// not inflate sigma) before the stream starts.  Whenever the buffer passes
+// half of kMergeCap, a radix select over it (block_threshold_select) keeps
+// its top k..kWarpList and tau rises to that key; when ties at the k-th key
+// make that impossible, the buffer is sorted and cut at exactly k in the
+// contract's order (tau is a packed (key, index) threshold, so ties resolve
+// by index like everywhere else).  A token that finds the buffer full is
+// remembered by its thread and offered again after the compaction, so
+// nothing is lost.  If tau overshot (fewer than k tokens at or above it), the
+// row is streamed again from the bottom.  At the end the buffer holds exactly
+// the row's tokens at or above tau, at most kWarpList of them, and the
+// merge's own decide_and_draw (the one-warp finish) takes over.
 //
 // Min-p rows (kMinP; any top-k and top-p on top) keep instead every token
 // that passes min-p against the block's largest z so far (a lower bound on
@@ -86,7 +85,7 @@ union PivotSmem {
 
 // Dev builds only (dev/rowcta_trace.cu): thread 0 of each row's CTA stamps
 // clock64() at the row's stages into rowcta_trace[row] (0 entry, 1 row
-// parameters in, 2 first iteration and first tau done, 3 stream done, 4 row
+// parameters in, 2 first tau set, 3 stream done, 4 row
 // statistics reduced, 5 final compaction done, 6 finish done), its entry and
 // exit %globaltimer, and per row: passes, compactions, the buffer's count when
 // the stream ended, the SM.
@@ -323,7 +322,7 @@ __device__ __forceinline__ uint32_t rowcta_offer_vectors(MergeSmem<Policy>& sm, 
   return dropped;
 }
 
-// The first tau from a sample of the first iteration: the row's top
+// The first tau from a sample of the row (4 logits per thread): the row's top
 // kRowCtaAim by a Gaussian fit (a guess; the compactions correct it).  The
 // fit is taken twice, the second time without the samples beyond
 // kRowCtaTrimSigmas of the first: one sampled outlier (a dominant token of
@@ -401,6 +400,21 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   TS_ROWCTA_MARK(0);
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
+  // The first tau's sample (top-k rows): 4 logits per thread spread over
+  // the whole row, loaded before anything else, so that the fit waits for
+  // no iteration of the stream (it waited for the first iteration's 32 KB,
+  // the generic form's work on them and 5 barriers: ~8.5 us of a row's
+  // ~55 at B = 256, dev/rowcta_trace.cu), and a row ordered by token id is
+  // sampled everywhere, not in its first 8,192 logits.
+  float sample[4];
+  {
+    const int32_t stride = vocab >= 4 * Policy::kThreads ? vocab / (4 * Policy::kThreads) : 1;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int32_t i = (q * Policy::kThreads + (int32_t)threadIdx.x) * stride;
+      sample[q] = !kMinP && i < vocab ? to_float(row[i]) : -kInf;
+    }
+  }
   // The first two iterations' lines go to L2 before the row's parameters
   // are derived (a dependent load of the per-row arrays, then ln(min_p) in
   // double by one thread: ~1.9 us, dev/rowcta_trace.cu), so the first
@@ -456,6 +470,18 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     int eligible = 0;
     uint64_t tau = tau_sh;
     float tau_f = -kInf;
+    if (!kMinP && pass == 0) {
+      float zs[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float sc = contract::scale(sample[q], cfg.temperature);
+        zs[q] = sc > -kInf ? sc : -kInf;  // NaN: not sampled (its row's status is NaN)
+      }
+      rowcta_first_tau<Policy>(zs[0], zs[1], zs[2], zs[3], vocab, tau_sh);
+      __syncthreads();
+      tau = tau_sh;
+      tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
+    }
     float my_zmax = -kInf, cur_max = -kInf;
     int minp_compactions = 0;  // block-uniform
     constexpr int32_t kStep = Policy::kThreads * kUnroll;  // vectors per iteration
@@ -585,13 +611,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           eligible += z[j] > -kInf;
         }
       }
-      if (!kFull && tau == 0ull) {
-        if (!scalar) rowcta_first_tau<Policy>(z[0], z[kPer / 4], z[kPer / 2], z[3 * kPer / 4], vocab, tau_sh);
-        else if (threadIdx.x == 0) tau_sh = 1ull;  // no whole vector: every eligible token
-        __syncthreads();
-        tau = tau_sh;
-        tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
-      }
       if (kMinP) {
         // The block's largest z so far, this iteration's included, so that
         // the min-p test below is already tight on the first iteration.
@@ -681,22 +700,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       }
       return !scalar;
     };
-    // The first iteration in the generic form (it sets the first tau), the
-    // whole iterations, then the generic form until the scalar step.
-    // The first whole iteration's loads go out before the first iteration
-    // (its block reduction and barriers) runs.
-    if (kAhead && 2 * kStep <= nvec) load_ahead(kStep);
-    const bool whole = iterate(0, std::false_type{}, std::false_type{});
+    // The whole iterations from the first (tau is set before the stream),
+    // then the generic form until the scalar step.
     if (pass == 0) TS_ROWCTA_MARK(2);
-    if (whole) {
-      int32_t base = kStep;
-      if (unit) {
-        for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::true_type{});
-      } else {
-        for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::false_type{});
-      }
-      while (iterate(base, std::false_type{}, std::false_type{})) base += kStep;
+    int32_t base = 0;
+    if (kAhead && kStep <= nvec) load_ahead(0);
+    if (unit) {
+      for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::true_type{});
+    } else {
+      for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::false_type{});
     }
+    while (iterate(base, std::false_type{}, std::false_type{})) base += kStep;
     TS_ROWCTA_MARK(3);
     TS_ROWCTA_INFO(2, sm.count);
     TS_ROWCTA_INFO(0, pass + 1);
