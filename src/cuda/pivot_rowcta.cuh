@@ -400,20 +400,33 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   TS_ROWCTA_MARK(0);
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
-  // The first tau's sample (top-k rows): 4 logits per thread spread over
-  // the whole row, loaded before anything else, so that the fit waits for
-  // no iteration of the stream (it waited for the first iteration's 32 KB,
-  // the generic form's work on them and 5 barriers: ~8.5 us of a row's
-  // ~55 at B = 256, dev/rowcta_trace.cu), and a row ordered by token id is
-  // sampled everywhere, not in its first 8,192 logits.
-  float sample[4];
-  {
-    const int32_t stride = vocab >= 4 * Policy::kThreads ? vocab / (4 * Policy::kThreads) : 1;
+  // The row's 16-byte-aligned body in vectors; the head and tail (each
+  // shorter than a vector) go one element per thread in a last step.
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
+  int32_t head = (int32_t)(((16u - (addr & 15u)) & 15u) / sizeof(T));
+  if (addr % sizeof(T) != 0) head = vocab;
+  head = head < vocab ? head : vocab;
+  const int32_t nvec = (vocab - head) / kVec;
+  const int32_t tail = head + nvec * kVec;
+  const uint4* body = reinterpret_cast<const uint4*>(row + head);
+  const int32_t hi = (int32_t)threadIdx.x, ti = tail + (int32_t)threadIdx.x;
+
+  // The first tau's sample (top-k rows): one 16-byte vector per thread,
+  // the vectors spread evenly over the row, loaded before anything else, so
+  // that the fit waits for no iteration of the stream (it waited for the
+  // first iteration's 32 KB, the generic form's work on them and 5
+  // barriers: ~8.5 us of a row's ~55 at B = 256, dev/rowcta_trace.cu), and
+  // a row ordered by token id is sampled everywhere, not in its first 8,192
+  // logits.  Whole vectors: 4 logits per thread from 256 lines (v27's
+  // 1,024 scattered scalar loads per row cost the row ~5 us more than they
+  // saved).
+  float sample[4] = {-kInf, -kInf, -kInf, -kInf};
+  if (!kMinP && (int32_t)threadIdx.x < nvec) {
+    const int32_t v = (int32_t)(((int64_t)threadIdx.x * nvec) / Policy::kThreads);
+    float f[kVec];
+    unpack_vector<T>(__ldcs(body + v), f);
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int32_t i = (q * Policy::kThreads + (int32_t)threadIdx.x) * stride;
-      sample[q] = !kMinP && i < vocab ? to_float(row[i]) : -kInf;
-    }
+    for (int q = 0; q < 4; ++q) sample[q] = f[q * (kVec / 4)];
   }
   // The first two iterations' lines go to L2 before the row's parameters
   // are derived (a dependent load of the per-row arrays, then ln(min_p) in
@@ -442,17 +455,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   const RowConfig cfg = row_cfg;
   const int need = cfg.top_k;
   const bool unit = cfg.temperature == 1.0f;
-
-  // The row's 16-byte-aligned body in vectors; the head and tail (each
-  // shorter than a vector) go one element per thread in a last step.
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(row);
-  int32_t head = (int32_t)(((16u - (addr & 15u)) & 15u) / sizeof(T));
-  if (addr % sizeof(T) != 0) head = vocab;
-  head = head < vocab ? head : vocab;
-  const int32_t nvec = (vocab - head) / kVec;
-  const int32_t tail = head + nvec * kVec;
-  const uint4* body = reinterpret_cast<const uint4*>(row + head);
-  const int32_t hi = (int32_t)threadIdx.x, ti = tail + (int32_t)threadIdx.x;
 
   for (int pass = 0; pass < 2; ++pass) {
     // Pass 1 (rare) restarts from the bottom when tau overshot; every thread
