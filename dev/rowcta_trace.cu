@@ -8,7 +8,8 @@
 // V = 129,280) and, from one traced call, each CTA's stages (clock64 stamps
 // of pivot_rowcta.cuh under TOKENSIFT_ROWCTA_TRACE, in us at the SM clock
 // measured here): parameters, first iteration and tau, the stream, the row
-// statistics, the final compaction, the finish; then min / median / p90 / max
+// statistics, the final compaction, the finish (and its own stages: the
+// one-warp sort, decision and race); then min / median / p90 / max
 // over the CTAs, the kernel's span by %globaltimer, and how many rows were
 // streamed twice or compacted mid-stream.
 // Build and run on the device (gpu-check's `rowcta_trace` step):
@@ -111,6 +112,8 @@ int main(int argc, char** argv) {
         const int n = std::min(B, kRowCtaTraceRows);
         std::vector<long long> zero((size_t)kRowCtaTraceRows * 7, 0);
         cudaMemcpyToSymbol(rowcta_trace, zero.data(), sizeof(long long) * zero.size());
+        std::vector<long long> zero16((size_t)kRowCtaMergeTraceRows * 16, 0);
+        cudaMemcpyToSymbol(rowcta_merge_trace, zero16.data(), sizeof(long long) * zero16.size());
         launch_pivot(lv, p, out, ws, 0);
         cudaDeviceSynchronize();
         std::vector<long long> tr((size_t)kRowCtaTraceRows * 7);
@@ -136,6 +139,25 @@ int main(int argc, char** argv) {
           }
           if (s == 6) finished = (int)v.size();
           if (!v.empty()) stats_line(names[s - 1], v);
+        }
+        // The finish's own stages (decide_and_draw's TS_MERGE_MARK stamps):
+        // entry 2, pre-selection done 3, the one-warp sort 12, its decision
+        // 13, the list's decision and race done 4, the block race 5, end 6.
+        {
+          std::vector<long long> mt((size_t)kRowCtaMergeTraceRows * 16);
+          cudaMemcpyFromSymbol(mt.data(), rowcta_merge_trace, sizeof(long long) * mt.size());
+          const int seq[7] = {2, 3, 12, 13, 4, 5, 6};
+          const char* fin[6] = {"  finish: pre-select", "  finish: warp sort", "  finish: warp decide",
+                                "  finish: warp race", "  finish: block race", "  finish: log-prob"};
+          for (int k = 0; k < 6; ++k) {
+            std::vector<double> v;
+            for (int r = 0; r < n; ++r) {
+              const long long* t = &mt[(size_t)r * 16];
+              if (t[seq[k]] == 0 || t[seq[k + 1]] == 0) continue;
+              v.push_back((double)(t[seq[k + 1]] - t[seq[k]]) / mhz);
+            }
+            if (!v.empty()) stats_line(fin[k], v);
+          }
         }
         std::vector<double> span, start;
         unsigned long long t0 = ~0ull, t1 = 0;

@@ -164,7 +164,7 @@ if has profileprobe; then
   # dev/rowcta_probe's kernel beside the library's row-CTA kernel, one launch
   # each at B = 1024, k50 (the probe ran 160 us where a library build of the
   # same shape, 16 logits per thread at 4 CTAs per SM, ran 229: perf-notes
-  # next step 1).  Build the library first (`build`); set VARIANT_FLAGS-like
+  # next step 3).  Build the library first (`build`); set VARIANT_FLAGS-like
   # knobs for the library side with PROBE_LIB_FLAGS (a separate build).
   log profile probe
   build_probe rowcta_probe || tail -5 "$OUT/probe-build.log"

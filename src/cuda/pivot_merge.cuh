@@ -35,11 +35,20 @@ namespace tokensift::cuda_detail {
 
 // Dev builds only (dev/merge_probe.cu): thread 0 of the merging CTA stamps
 // clock64() at each stage of the merge into merge_trace[].
+// Under TOKENSIFT_ROWCTA_TRACE (dev/rowcta_trace.cu) the same stamps go to
+// rowcta_merge_trace[CTA], one row per CTA of the row-CTA kernel.
 #ifdef TOKENSIFT_MERGE_TRACE
 __device__ long long merge_trace[16];
 #define TS_MERGE_MARK(i) \
   do {                    \
     if (threadIdx.x == 0) merge_trace[i] = clock64(); \
+  } while (0)
+#elif defined(TOKENSIFT_ROWCTA_TRACE)
+constexpr int kRowCtaMergeTraceRows = 4096;
+__device__ long long rowcta_merge_trace[kRowCtaMergeTraceRows][16];
+#define TS_MERGE_MARK(i)                                                                                    \
+  do {                                                                                                      \
+    if (threadIdx.x == 0 && blockIdx.x < kRowCtaMergeTraceRows) rowcta_merge_trace[blockIdx.x][i] = clock64(); \
   } while (0)
 #else
 #define TS_MERGE_MARK(i) \
