@@ -339,41 +339,38 @@ template <class Policy>
 __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, int32_t vocab,
                                               uint64_t& tau_sh) {
   constexpr int kWarps = Policy::kThreads / 32;
-  __shared__ float part[2][3][kWarps];
+  __shared__ ChunkStats part[2][kWarps];
   const float s[4] = {s0, s1, s2, s3};
   const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
   float bound = __builtin_huge_valf();
-  float n = 0.0f, mean = 0.0f, var = 0.0f;
+  ChunkStats r{};
   for (int fit = 0; fit < 2; ++fit) {
-    float c = 0.0f, sum = 0.0f, sumsq = 0.0f;
+    ChunkStats st{-__builtin_huge_valf(), 0, 0, 0.0f, 0.0f};
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      if (s[q] > -3e18f && s[q] < 3e18f && s[q] <= bound) {  // add_sample's range
-        c += 1.0f;
-        sum += s[q];
-        sumsq += s[q] * s[q];
-      }
-    }
+    for (int q = 0; q < 4; ++q)
+      if (s[q] <= bound) add_sample(st, s[q]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
-      c += __shfl_xor_sync(0xffffffffu, c, o);
-      sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      sumsq += __shfl_xor_sync(0xffffffffu, sumsq, o);
+      st.nsample += __shfl_xor_sync(0xffffffffu, st.nsample, o);
+      st.sum += __shfl_xor_sync(0xffffffffu, st.sum, o);
+      st.sumsq += __shfl_xor_sync(0xffffffffu, st.sumsq, o);
     }
-    if (lane == 0) part[fit][0][warp] = c, part[fit][1][warp] = sum, part[fit][2][warp] = sumsq;
+    if (lane == 0) part[fit][warp] = st;
     __syncthreads();
-    c = sum = sumsq = 0.0f;
+    r = ChunkStats{-__builtin_huge_valf(), vocab, 0, 0.0f, 0.0f};
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) c += part[fit][0][w], sum += part[fit][1][w], sumsq += part[fit][2][w];
-    n = c;
-    mean = n > 0.0f ? sum / n : 0.0f;
-    var = n > 0.0f ? sumsq / n - mean * mean : 0.0f;
-    bound = n > 1.0f ? mean + Policy::kRowCtaTrimSigmas * sqrtf(fmaxf(var, 0.0f)) : __builtin_huge_valf();
+    for (int w = 0; w < kWarps; ++w) {
+      r.nsample += part[fit][w].nsample;
+      r.sum += part[fit][w].sum;
+      r.sumsq += part[fit][w].sumsq;
+    }
+    bound = r.nsample > 1 ? sample_mean(r) + Policy::kRowCtaTrimSigmas * sqrtf(fmaxf(sample_var(r), 0.0f))
+                          : __builtin_huge_valf();
   }
   if (threadIdx.x == 0) {
-    const bool spread = n > 1.0f && var > 0.0f;
+    const bool spread = r.nsample > 1 && sample_var(r) > 0.0f;
     const float t = spread && vocab > Policy::kRowCtaAim
-                        ? mean + sqrtf(var) * normcdfinvf(1.0f - (float)Policy::kRowCtaAim / (float)vocab)
+                        ? gaussian_guess(r, false, Policy::kRowCtaAim, Policy::kRowCtaAim)
                         : -__builtin_huge_valf();
     tau_sh = t > -3.4028235e38f && t < __builtin_huge_valf() ? pack_order(contract::order_key(t), 0xffffffffu) : 1ull;
   }
