@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(kThreads) cluster_topk_kernel(const float* log
     const bool complete = total == rs.eligible;
     const uint64_t next = complete ? 0ull : pack_order(contract::order_key(g) - 1u, 0u);
     const WarpListResult w =
-        warp_decide_and_race<PivotPolicy>(sm.list, n, complete, next, cfg, rs.xmax, nullptr, 0);
+        warp_decide_and_race<PivotPolicy>(sm.list, n, complete, next, cfg, rs.xmax, nullptr, 0, true);
     if (threadIdx.x == 0) {
       float lp = __int_as_float(0x7fffffff);
       if (w.decided) {

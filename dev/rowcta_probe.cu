@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, 4) probe_rowcta_kernel(const float* 
   if (threadIdx.x < 32) {
     const int n = sm.count;
     const uint64_t next = pack_order(sm.tau - 1u, 0u);  // every token not listed is below tau
-    const WarpListResult w = warp_decide_and_race<PivotPolicy>(sm.buf, n, false, next, cfg, rs.xmax, nullptr, 0);
+    const WarpListResult w = warp_decide_and_race<PivotPolicy>(sm.buf, n, false, next, cfg, rs.xmax, nullptr, 0, true);
     if (threadIdx.x == 0) {
       float lp = __int_as_float(0x7fffffff);
       if (w.decided) {

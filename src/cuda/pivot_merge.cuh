@@ -256,7 +256,7 @@ __device__ ListDecision decide_from_list(MergeSmem<Policy>& sm, int n, bool comp
 template <class Policy>
 __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool complete, uint64_t next,
                                                const RowConfig& cfg, float zmax, const ChunkSummary* sum,
-                                               int chunks) {
+                                               int chunks, bool want_mass) {
   const int lane = (int)(threadIdx.x & 31u);
   const WarpListResult undecided{0, 0, -1, 0.0};
   uint64_t v[2];
@@ -317,10 +317,10 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
     const uint32_t idx = packed_index(v[r]);
     const uint64_t q = pack_order(contract::order_key(contract::race_score(z, cfg.seed, cfg.offset, idx)), idx);
     best = q > best ? q : best;
-    w += exp((double)z - (double)zmax);
+    if (want_mass) w += exp((double)z - (double)zmax);
   }
   best = warp_max_u64(best);
-  w = warp_sum(w);
+  if (want_mass) w = warp_sum(w);  // the kept set's mass: the log-prob's only
   return {1, m, (int32_t)packed_index(best), w};
 }
 
@@ -414,7 +414,8 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
     }
     if (n <= Policy::kWarpList && !cfg.m_active) {
       if (threadIdx.x < 32) {
-        const WarpListResult r = warp_decide_and_race<Policy>(sm.cand, n, whole, bound, cfg, zmax, sum, a.chunks);
+        const WarpListResult r = warp_decide_and_race<Policy>(sm.cand, n, whole, bound, cfg, zmax, sum, a.chunks,
+                                                                      a.out.logprobs != nullptr);
         if (threadIdx.x == 0) sm.wres = r;
       }
       __syncthreads();
