@@ -28,28 +28,6 @@
 
 using namespace tokensift;
 
-__global__ void spin_kernel(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
-
-// SM clock in MHz: a spin of known cycles timed with events.
-double sm_clock_mhz() {
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  const long long cycles = 200000000;
-  spin_kernel<<<1, 1>>>(cycles / 10);
-  cudaEventRecord(e0);
-  spin_kernel<<<1, 1>>>(cycles);
-  cudaEventRecord(e1);
-  cudaEventSynchronize(e1);
-  float ms;
-  cudaEventElapsedTime(&ms, e0, e1);
-  return (double)cycles / (ms * 1e3);
-}
-
 // The chunk CTAs of the last traced call: entry skew (globaltimer) and each
 // stage's duration, min / median / max over the chunks and the merging CTA's.
 void print_chunk_stages(double mhz) {
@@ -85,7 +63,7 @@ int main(int argc, char** argv) {
   p.top_k.value = argc > 2 ? atoi(argv[2]) : 50;
   p.top_p.value = top_p;
   p.min_p.value = argc > 4 ? (float)atof(argv[4]) : 0.0f;
-  const double mhz = sm_clock_mhz();
+  const double mhz = probe::sm_clock_mhz();
   printf("SM clock %.0f MHz; top_k %d top_p %.3f min_p %.3f\n", mhz, p.top_k.value, top_p, p.min_p.value);
   printf("row   kept    call us | chunk  stats  cands    pre decide   race     lp  (us, merging CTA)\n");
   for (int r = 0; r < B; ++r) {

@@ -1,4 +1,4 @@
-// Shared by the row-by-row dev probes (merge_probe.cu, fallback_probe.cu):
+// Shared by the dev probes (merge_probe.cu, fallback_probe.cu, rowcta_trace.cu):
 // the anchors' rows on the device and a median timing of one-row calls of the
 // pivot sampler.  Include after "cuda/pivot_sampler.cu".
 #pragma once
@@ -22,6 +22,31 @@ inline std::vector<float> anchor_rows(int B, int64_t V, float sigma, int boosted
     for (int j = 0; j < boosted; ++j) h[(size_t)r * V + gen() % V] += ud(gen);
   }
   return h;
+}
+
+__global__ void spin_kernel(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+// SM clock in MHz: a spin of known cycles timed with events (clock64
+// stamps to microseconds).
+inline double sm_clock_mhz() {
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  const long long cycles = 200000000;
+  spin_kernel<<<1, 1>>>(cycles / 10);
+  cudaEventRecord(e0);
+  spin_kernel<<<1, 1>>>(cycles);
+  cudaEventRecord(e1);
+  cudaEventSynchronize(e1);
+  float ms;
+  cudaEventElapsedTime(&ms, e0, e1);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return (double)cycles / (ms * 1e3);
 }
 
 // Median of `reps` timed runs of launch() (CUDA events), in microseconds,

@@ -30,27 +30,6 @@
 using namespace tokensift;
 using namespace tokensift::cuda_detail;
 
-__global__ void spin_kernel(long long cycles) {
-  const long long t0 = clock64();
-  while (clock64() - t0 < cycles) {
-  }
-}
-
-double sm_clock_mhz() {
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  const long long cycles = 200000000;
-  spin_kernel<<<1, 1>>>(cycles / 10);
-  cudaEventRecord(e0);
-  spin_kernel<<<1, 1>>>(cycles);
-  cudaEventRecord(e1);
-  cudaEventSynchronize(e1);
-  float ms;
-  cudaEventElapsedTime(&ms, e0, e1);
-  return (double)cycles / (ms * 1e3);
-}
-
 void stats_line(const char* name, std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -82,7 +61,7 @@ int main(int argc, char** argv) {
   void* ws;
   cudaMalloc(&ws, ws_bytes);
   cudaMemset(ws, 0, ws_bytes);
-  const double mhz = sm_clock_mhz();
+  const double mhz = probe::sm_clock_mhz();
   printf("SM clock %.0f MHz, V = %lld\n", mhz, (long long)V);
 
   struct Case {
