@@ -417,6 +417,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // logits.  Whole vectors: 4 logits per thread from 256 lines (v27's
   // 1,024 scattered scalar loads per row cost the row ~5 us more than they
   // saved).
+  // Thread 0's loads of the row's parameters go out first, ahead of the
+  // sample and the prefetches in the memory queue (behind them the
+  // parameters took 3.0 us, 1.9 without the prefetches: v26's trace); it
+  // derives the RowConfig after issuing its own share of those.
+  RowParamsRaw raw_params;
+  if (threadIdx.x == 0) raw_params = load_row_params(a.params, row_id);
   float sample[4] = {-kInf, -kInf, -kInf, -kInf};
   if (!kMinP && (int32_t)threadIdx.x < nvec) {
     const int32_t v = (int32_t)(((int64_t)threadIdx.x * nvec) / Policy::kThreads);
@@ -438,7 +444,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     for (int64_t off = (int64_t)threadIdx.x * 128; off < span; off += (int64_t)Policy::kThreads * 128)
       asm volatile("prefetch.global.L2 [%0];" ::"l"(bytes + off));
   }
-  if (threadIdx.x == 0) row_cfg = load_row_config(a.params, row_id, vocab);
+  if (threadIdx.x == 0) row_cfg = derive_row_config(raw_params, vocab);
   __syncthreads();
   TS_ROWCTA_MARK(1);
 #ifdef TOKENSIFT_ROWCTA_TRACE

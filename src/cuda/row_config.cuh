@@ -24,15 +24,25 @@ struct RowConfig {
   __device__ __forceinline__ bool plain() const { return !k_active && !p_active && !m_active; }
 };
 
-__device__ __forceinline__ RowConfig load_row_config(const SamplingParams& p, int64_t row,
-                                                     int32_t vocab) {
+// The row's raw values (loads only, so a caller can issue them early and
+// derive the RowConfig once other loads are in flight), and the derivation.
+struct RowParamsRaw {
+  float temperature, min_p, top_p;
+  int32_t top_k;
+  uint64_t seed, offset;
+};
+__device__ __forceinline__ RowParamsRaw load_row_params(const SamplingParams& p, int64_t row) {
+  return {p.temperature.at(row), p.min_p.at(row), p.top_p.at(row), p.top_k.at(row), p.seed.at(row), p.offset.at(row)};
+}
+
+__device__ __forceinline__ RowConfig derive_row_config(const RowParamsRaw& r, int32_t vocab) {
   RowConfig c;
-  c.temperature = p.temperature.at(row);
-  const float min_p = p.min_p.at(row);
-  c.top_k = p.top_k.at(row);
-  c.top_p = p.top_p.at(row);
-  c.seed = p.seed.at(row);
-  c.offset = p.offset.at(row);
+  c.temperature = r.temperature;
+  const float min_p = r.min_p;
+  c.top_k = r.top_k;
+  c.top_p = r.top_p;
+  c.seed = r.seed;
+  c.offset = r.offset;
   // Same ranges as the host-side checks in src/api (NaN fails every comparison).
   c.invalid = !(c.temperature >= 0.0f && c.temperature < __builtin_huge_valf()) ||
               !(min_p >= 0.0f && min_p <= 1.0f) || c.top_k < 0 ||
@@ -43,6 +53,11 @@ __device__ __forceinline__ RowConfig load_row_config(const SamplingParams& p, in
   c.m_active = min_p > 0.0f;
   c.ln_minp = contract::ln_min_p(min_p);
   return c;
+}
+
+__device__ __forceinline__ RowConfig load_row_config(const SamplingParams& p, int64_t row,
+                                                     int32_t vocab) {
+  return derive_row_config(load_row_params(p, row), vocab);
 }
 
 }  // namespace tokensift::cuda_detail
