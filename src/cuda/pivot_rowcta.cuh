@@ -376,6 +376,18 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
   }
 }
 
+// Sends the first `iters` iterations' lines of a row (at most its length)
+// to L2, spread over the CTA's threads; lines, not registers.
+template <class T, class Policy, int kPer>
+__device__ __forceinline__ void rowcta_prefetch_l2(const T* row, int32_t vocab, int iters) {
+  const char* bytes = reinterpret_cast<const char*>(row);
+  const int64_t row_bytes = (int64_t)vocab * (int64_t)sizeof(T);
+  const int64_t want = (int64_t)iters * Policy::kThreads * kPer * (int64_t)sizeof(T);
+  const int64_t span = row_bytes < want ? row_bytes : want;
+  for (int64_t off = (int64_t)threadIdx.x * 128; off < span; off += (int64_t)Policy::kThreads * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(bytes + off));
+}
+
 // kMinP: rows with min-p (any top-k and top-p); else top-k rows, k < kWarpList.
 template <class T, class Policy, bool kMinP>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(const PivotArgs a) {
@@ -436,14 +448,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // double by one thread: ~1.9 us, dev/rowcta_trace.cu), so the first
   // iteration's loads do not start their DRAM round trip after it.  Lines,
   // not registers: nothing is held across the barrier.
-  {
-    const char* bytes = reinterpret_cast<const char*>(row);
-    const int64_t row_bytes = (int64_t)vocab * (int64_t)sizeof(T);
-    const int64_t want = (int64_t)Policy::kRowCtaPrefetchIters * Policy::kThreads * kPer * (int64_t)sizeof(T);
-    const int64_t span = row_bytes < want ? row_bytes : want;
-    for (int64_t off = (int64_t)threadIdx.x * 128; off < span; off += (int64_t)Policy::kThreads * 128)
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(bytes + off));
-  }
+  rowcta_prefetch_l2<T, Policy, kPer>(row, vocab, Policy::kRowCtaPrefetchIters);
   if (threadIdx.x == 0) row_cfg = derive_row_config(raw_params, vocab);
   __syncthreads();
   TS_ROWCTA_MARK(1);
@@ -728,6 +733,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     }
     // Enough listed (at least k, or every eligible token), or a bad row: done.
     if (kMinP || !(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
+  }
+  // Free CTA slots take rows in block order, so the row a slot takes next
+  // is about this one plus the resident CTAs (an estimate: L2 is shared, so
+  // whichever SM takes it finds the lines).
+  if (Policy::kRowCtaNextPrefetchIters > 0) {
+    unsigned nsm;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
+    const int64_t next_row = row_id + (int64_t)nsm * Policy::kRowCtaMinBlocksPerSm;
+    if (next_row < (int64_t)gridDim.x)
+      rowcta_prefetch_l2<T, Policy, kPer>(static_cast<const T*>(a.logits) + next_row * a.row_stride, vocab,
+                                          Policy::kRowCtaNextPrefetchIters);
   }
 
   TS_ROWCTA_MARK(4);
