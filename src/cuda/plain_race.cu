@@ -63,14 +63,14 @@ __device__ __forceinline__ float fast_lg2(float x) {
 // that a deeper load pipeline needs (fp32 3 loads ahead at 64 registers:
 // 254 -> 233 us at B = 1024, perf-notes v26).
 #if TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE
-__device__ __noinline__ float exact_race_score(float z, uint32_t bits) {
-  return contract::race_score_from_bits(z, bits);
-}
+#define TS_EXACT_SCORE_LINKAGE __noinline__
 #else
-__device__ __forceinline__ float exact_race_score(float z, uint32_t bits) {
+#define TS_EXACT_SCORE_LINKAGE __forceinline__
+#endif
+__device__ TS_EXACT_SCORE_LINKAGE float exact_race_score(float z, uint32_t bits) {
   return contract::race_score_from_bits(z, bits);
 }
-#endif
+#undef TS_EXACT_SCORE_LINKAGE
 
 struct PlainRaceState {
   uint64_t best;  // pack_order(order_key(score), i) of the race leader; 0 = none yet
