@@ -49,11 +49,6 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_PREFETCH
 #define TOKENSIFT_PIVOT_ROWCTA_PREFETCH 2
 #endif
-// Iterations of the row a CTA slot takes next that go to L2 while this
-// row's compaction and finish run (0: none).
-#ifndef TOKENSIFT_PIVOT_ROWCTA_NEXT_PREFETCH
-#define TOKENSIFT_PIVOT_ROWCTA_NEXT_PREFETCH 4
-#endif
 
 namespace tokensift::cuda_detail {
 
@@ -109,11 +104,6 @@ struct PivotPolicy {
   // Iterations of the row whose lines go to L2 before the row's parameters
   // are derived (their dependent load and ln(min_p) cost ~1.9 us per row).
   static constexpr int kRowCtaPrefetchIters = TOKENSIFT_PIVOT_ROWCTA_PREFETCH;
-  // Iterations of the next row (this row + the resident CTAs) prefetched to
-  // L2 during this row's compaction and finish (~10 us a row in which the
-  // CTA reads nothing, v26's trace; at B >= 2 x the resident CTAs the
-  // neighbour's stream cannot use that share of the bandwidth).
-  static constexpr int kRowCtaNextPrefetchIters = TOKENSIFT_PIVOT_ROWCTA_NEXT_PREFETCH;
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and

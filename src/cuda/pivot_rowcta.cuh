@@ -734,17 +734,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     // Enough listed (at least k, or every eligible token), or a bad row: done.
     if (kMinP || !(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
   }
-  // Free CTA slots take rows in block order, so the row a slot takes next
-  // is about this one plus the resident CTAs (an estimate: L2 is shared, so
-  // whichever SM takes it finds the lines).
-  if (Policy::kRowCtaNextPrefetchIters > 0) {
-    unsigned nsm;
-    asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
-    const int64_t next_row = row_id + (int64_t)nsm * Policy::kRowCtaMinBlocksPerSm;
-    if (next_row < (int64_t)gridDim.x)
-      rowcta_prefetch_l2<T, Policy, kPer>(static_cast<const T*>(a.logits) + next_row * a.row_stride, vocab,
-                                          Policy::kRowCtaNextPrefetchIters);
-  }
 
   TS_ROWCTA_MARK(4);
 #ifdef TOKENSIFT_ROWCTA_TRACE
