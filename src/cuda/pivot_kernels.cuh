@@ -16,7 +16,7 @@
 namespace tokensift::cuda_detail {
 
 template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(const PivotArgs a) {
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ PivotSmem<Policy> smem;
   __shared__ RowConfig row_cfg;
   __shared__ bool is_last;

@@ -47,7 +47,7 @@
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
 #endif
 #ifndef TOKENSIFT_PIVOT_ROWCTA_PREFETCH
-#define TOKENSIFT_PIVOT_ROWCTA_PREFETCH 2
+#define TOKENSIFT_PIVOT_ROWCTA_PREFETCH 0
 #endif
 
 namespace tokensift::cuda_detail {
@@ -102,7 +102,10 @@ struct PivotPolicy {
   static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this
   static constexpr int kRowCtaMinPCompactions = 8;  // min-p rows: list compactions before the gather takes over
   // Iterations of the row whose lines go to L2 before the row's parameters
-  // are derived (their dependent load and ln(min_p) cost ~1.9 us per row).
+  // are derived.  v26 set 2 (the first iteration then waited for the
+  // parameters); since v27 the first tau comes from a sample set before the
+  // stream and the prefetch only queues ahead of it: 0 measured 1-2 % faster
+  // than 2, 4 and 6 lost 4-18 % (variant builds at 08fd409).
   static constexpr int kRowCtaPrefetchIters = TOKENSIFT_PIVOT_ROWCTA_PREFETCH;
 };
 

@@ -390,7 +390,7 @@ __device__ __forceinline__ void rowcta_prefetch_l2(const T* row, int32_t vocab, 
 
 // kMinP: rows with min-p (any top-k and top-p); else top-k rows, k < kWarpList.
 template <class T, class Policy, bool kMinP>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(const PivotArgs a) {
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
@@ -443,11 +443,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
 #pragma unroll
     for (int q = 0; q < 4; ++q) sample[q] = f[q * (kVec / 4)];
   }
-  // The first two iterations' lines go to L2 before the row's parameters
-  // are derived (a dependent load of the per-row arrays, then ln(min_p) in
-  // double by one thread: ~1.9 us, dev/rowcta_trace.cu), so the first
-  // iteration's loads do not start their DRAM round trip after it.  Lines,
-  // not registers: nothing is held across the barrier.
+  // Optionally (kRowCtaPrefetchIters, 0 by default since v27: see the
+  // policy) the first iterations' lines go to L2 before the row's
+  // parameters are derived.  Lines, not registers: nothing is held across
+  // the barrier.
   rowcta_prefetch_l2<T, Policy, kPer>(row, vocab, Policy::kRowCtaPrefetchIters);
   if (threadIdx.x == 0) row_cfg = derive_row_config(raw_params, vocab);
   __syncthreads();

@@ -76,7 +76,7 @@ __device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
 }
 
 template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(const PivotArgs a) {
+__global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(const Pivo
 }
 
 template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(const PivotArgs a) {
+__global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT_KERNEL_ARGS a) {
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   __shared__ FallbackSmem<Policy> sm;
   __shared__ typename ReduceU64::TempStorage reduce;

@@ -6,6 +6,23 @@
 
 #include "tokensift/tokensift.hpp"
 
+// The pivot kernels take PivotArgs by value and hand it by reference to
+// out-of-line helpers (the merge's decision and draw, the fallback).  A
+// plain kernel parameter whose address escapes is first copied into every
+// thread's local memory: ~240 bytes per thread at each row-CTA start (a
+// 360-408 byte stack frame, STL / LDL round trips before the row's first
+// load, and the fp32 top-k instance's 52 bytes of spills).  __grid_constant__
+// (sm_70+) lets the address point at the parameter itself (120-byte frames,
+// no spills).  0 restores the copy, for A/B timing.
+#ifndef TOKENSIFT_PIVOT_GRID_CONSTANT
+#define TOKENSIFT_PIVOT_GRID_CONSTANT 1
+#endif
+#if TOKENSIFT_PIVOT_GRID_CONSTANT
+#define TS_PIVOT_KERNEL_ARGS const __grid_constant__ PivotArgs
+#else
+#define TS_PIVOT_KERNEL_ARGS const PivotArgs
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct ChunkSummary {
