@@ -46,6 +46,10 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
 #endif
+// Whether its first whole iteration's loads go out before the first tau (1).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD
+#define TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD 0
+#endif
 #ifndef TOKENSIFT_PIVOT_ROWCTA_PREFETCH
 #define TOKENSIFT_PIVOT_ROWCTA_PREFETCH 0
 #endif
@@ -107,6 +111,9 @@ struct PivotPolicy {
   // stream and the prefetch only queues ahead of it: 0 measured 1-2 % faster
   // than 2, 4 and 6 lost 4-18 % (variant builds at 08fd409).
   static constexpr int kRowCtaPrefetchIters = TOKENSIFT_PIVOT_ROWCTA_PREFETCH;
+  // The first whole iteration's loads issued with the sample, ahead of the
+  // parameters' barrier and the first tau (held in registers across them).
+  static constexpr bool kRowCtaEarlyFirstLoad = TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD != 0;
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and

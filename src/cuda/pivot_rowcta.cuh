@@ -420,6 +420,25 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   const uint4* body = reinterpret_cast<const uint4*>(row + head);
   const int32_t hi = (int32_t)threadIdx.x, ti = tail + (int32_t)threadIdx.x;
 
+  constexpr int32_t kStep = Policy::kThreads * kUnroll;  // vectors per iteration
+  // Whole iterations read their vectors one iteration ahead (kRowCtaAhead):
+  // without it a CTA has one iteration's loads in flight and none during
+  // its work and barrier (Nsight: 2.2 TB/s, warps mostly waiting on loads
+  // or the barrier, perf-notes v21).  Not for fp32 min-p rows: their
+  // extra 32 registers spill in that loop at the 2-CTA cap (v21: 26-40 %
+  // slower there, 5-20 % faster everywhere else).
+  constexpr bool kAhead = Policy::kRowCtaAhead && !(kMinP && sizeof(T) == 4);
+  // The first whole iteration's loads go out with the sample, before the
+  // parameters' barrier and the first tau's fits, when the policy asks
+  // (kRowCtaEarlyFirstLoad): its DRAM round trip then overlaps theirs
+  // instead of following them.  The registers are held across the fits.
+  constexpr bool kEarly = kAhead && Policy::kRowCtaEarlyFirstLoad;
+  uint4 ahead[kUnroll];
+  const auto load_ahead = [&](int32_t b) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) ahead[u] = __ldcs(body + b + u * Policy::kThreads + (int32_t)threadIdx.x);
+  };
+
   // The first tau's sample (top-k rows): one 16-byte vector per thread,
   // the vectors spread evenly over the row, loaded before anything else, so
   // that the fit waits for no iteration of the stream (it waited for the
@@ -443,6 +462,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
 #pragma unroll
     for (int q = 0; q < 4; ++q) sample[q] = f[q * (kVec / 4)];
   }
+  if (kEarly && kStep <= nvec) load_ahead(0);
   // Optionally (kRowCtaPrefetchIters, 0 by default since v27: see the
   // policy) the first iterations' lines go to L2 before the row's
   // parameters are derived.  Lines, not registers: nothing is held across
@@ -493,19 +513,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     }
     float my_zmax = -kInf, cur_max = -kInf;
     int minp_compactions = 0;  // block-uniform
-    constexpr int32_t kStep = Policy::kThreads * kUnroll;  // vectors per iteration
-    // Whole iterations read their vectors one iteration ahead (kRowCtaAhead):
-    // without it a CTA has one iteration's loads in flight and none during
-    // its work and barrier (Nsight: 2.2 TB/s, warps mostly waiting on loads
-    // or the barrier, perf-notes v21).  Not for fp32 min-p rows: their
-    // extra 32 registers spill in that loop at the 2-CTA cap (v21: 26-40 %
-    // slower there, 5-20 % faster everywhere else).
-    constexpr bool kAhead = Policy::kRowCtaAhead && !(kMinP && sizeof(T) == 4);
-    uint4 ahead[kUnroll];
-    const auto load_ahead = [&](int32_t b) {
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) ahead[u] = __ldcs(body + b + u * Policy::kThreads + (int32_t)threadIdx.x);
-    };
     // One iteration: kFull when every vector of it is in the row (no
     // per-logit mask: most of the row), kUnit when the temperature is 1 (no
     // scale).  The last iterations run the generic form, the head and tail
@@ -713,7 +720,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     // then the generic form until the scalar step.
     if (pass == 0) TS_ROWCTA_MARK(2);
     int32_t base = 0;
-    if (kAhead && kStep <= nvec) load_ahead(0);
+    if (kAhead && kStep <= nvec && !(kEarly && pass == 0)) load_ahead(0);
     if (unit) {
       for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::true_type{});
     } else {
