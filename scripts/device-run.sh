@@ -10,7 +10,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 FINAL_OUT=${OUT:-$PWD/gpu-out}
 WORK=$(mktemp -d /tmp/tokensift-run.XXXX)
-# The device copy has no .git: the commit travels in .commit (written by the caller).
+# The device copy's git metadata need not match the tree that was sent: name
+# the commit in the run command (TOKENSIFT_COMMIT=abc1234 bash scripts/...).
+# A .commit file is read as a fallback; it is git-ignored (a tracked one went
+# stale and named the wrong commit in a result), so it travels only when the
+# caller's tool carries it.
 export TOKENSIFT_COMMIT=${TOKENSIFT_COMMIT:-$(cat .commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 export COMMIT=$TOKENSIFT_COMMIT
 for part in "$@"; do
