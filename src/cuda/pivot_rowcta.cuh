@@ -67,10 +67,10 @@
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
 
-#include "cuda/block_bitonic_sort.cuh"
-#include "cuda/block_threshold_select.cuh"
 #include "cuda/pivot_chunk.cuh"
 #include "cuda/pivot_merge.cuh"
+#include "cuda/rowcta_list.cuh"
+#include "cuda/vector_logits.cuh"
 
 namespace tokensift::cuda_detail {
 
@@ -123,203 +123,12 @@ __device__ __forceinline__ unsigned long long rowcta_globaltimer() {
   } while (0)
 #endif
 
-// Keeps the buffer's top need..cap (exactly need on ties) and raises tau to
-// the cut: at most cap entries stay.  Call from all threads.
-template <class Policy>
-__device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau_sh, int need, int cap) {
-  constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
-  __syncthreads();
-  const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
-  if (n <= cap) return;
-  uint64_t v[kSlots];
-#pragma unroll
-  for (int s = 0; s < kSlots; ++s) {
-    const int i = s * Policy::kThreads + (int)threadIdx.x;
-    v[s] = i < n ? sm.cand[i] : 0ull;
-  }
-  const ThresholdResult t = block_threshold_select<Policy::kThreads, kSlots, uint64_t>(v, need, cap, 0u, sm.thresh);
-  uint64_t cut;
-  if (!t.exact) {
-    cut = (uint64_t)t.key << 32;  // every token whose key is at least t.key
-    const int kept = compact_list<Policy>(sm, v, [&](uint64_t e) { return e >= cut; });
-    if (threadIdx.x == 0) sm.count = kept;
-  } else {
-    // Ties at the k-th key: the contract's order (index ascending among
-    // equal keys) decides, so sort and keep exactly `need`.
-    block_bitonic_sort_desc<Policy::kThreads>(sm.cand, n);
-    cut = sm.cand[need - 1];
-    if (threadIdx.x == 0) sm.count = need;
-  }
-  if (threadIdx.x == 0 && cut > tau_sh) tau_sh = cut;
-  __syncthreads();
-}
-
-// Min-p rows: keeps the buffer's tokens that pass min-p against cur_max (a
-// lower bound on the row's max, so every survivor stays).  Returns whether
-// the buffer now has room (under half full).
-template <class Policy>
-__device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur_max, float ln_minp) {
-  constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
-  __syncthreads();
-  const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
-  uint64_t v[kSlots];
-#pragma unroll
-  for (int s = 0; s < kSlots; ++s) {
-    const int i = s * Policy::kThreads + (int)threadIdx.x;
-    v[s] = i < n && contract::passes_min_p(contract::key_to_float(packed_key(sm.cand[i])), cur_max, ln_minp)
-               ? sm.cand[i]
-               : 0ull;
-  }
-  const int kept = compact_list<Policy>(sm, v, [](uint64_t e) { return e != 0; });
-  if (threadIdx.x == 0) sm.count = kept;
-  __syncthreads();
-  return kept <= Policy::kMergeCap / 2;
-}
-
 // The merge's decision and draw behind a call, so that its registers (it is
 // most of the kernel's code) do not crowd the streaming loop's.
 template <class T, class Policy>
 __device__ __noinline__ RowResult rowcta_finish(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
                                                 PivotSmem<Policy>& smem, bool use_list, uint64_t next, float zmax) {
   return decide_and_draw<T, Policy>(a, row_id, cfg, smem.merge, smem.fallback, use_list, next, zmax);
-}
-
-// One 16-byte vector of logits as floats, without taking its address (which
-// would put the loads' registers in local memory).
-template <class T>
-__device__ __forceinline__ void unpack_vector(const uint4& r, float (&f)[16 / sizeof(T)]);
-template <>
-__device__ __forceinline__ void unpack_vector<float>(const uint4& r, float (&f)[4]) {
-  f[0] = __uint_as_float(r.x), f[1] = __uint_as_float(r.y), f[2] = __uint_as_float(r.z), f[3] = __uint_as_float(r.w);
-}
-template <>
-__device__ __forceinline__ void unpack_vector<__nv_bfloat16>(const uint4& r, float (&f)[8]) {
-  const uint32_t w[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {  // a bf16 is the high half of its float
-    f[2 * i] = __uint_as_float(w[i] << 16);
-    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-  }
-}
-template <>
-__device__ __forceinline__ void unpack_vector<__half>(const uint4& r, float (&f)[8]) {
-  const uint32_t w[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __half2float(__ushort_as_half((unsigned short)(w[i] & 0xffffu)));
-    f[2 * i + 1] = __half2float(__ushort_as_half((unsigned short)(w[i] >> 16)));
-  }
-}
-
-// The NaN-propagating max and the min of kUnroll vectors of 16-bit logits,
-// two at a time on the packed pairs (the max and min of the widened floats:
-// widening is exact), and each vector's max as a float (vmax): the offers
-// test vector by vector.  The same number of packed instructions as one
-// chain over all pairs; the vectors' floats are formed only when asked.
-template <class T, int kUnroll>
-struct PackedMaxMin {
-  using Pair = typename std::conditional<std::is_same<T, __half>::value, __half2, __nv_bfloat162>::type;
-  Pair vhi[kUnroll];  // each vector's max pair
-
-  static __device__ __forceinline__ Pair pair(uint32_t w) {
-    Pair p;
-    memcpy(&p, &w, sizeof(p));
-    return p;
-  }
-  __device__ __forceinline__ void run(const uint4 (&raw)[kUnroll], float& mx, float& mn) {
-    Pair lo = pair(raw[0].x), hi;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const uint32_t w[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
-      vhi[u] = __hmax2_nan(__hmax2_nan(pair(w[0]), pair(w[1])), __hmax2_nan(pair(w[2]), pair(w[3])));
-      hi = u == 0 ? vhi[0] : __hmax2_nan(hi, vhi[u]);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) lo = __hmin2(lo, pair(w[i]));
-    }
-    mx = max_nan(to_float(hi.x), to_float(hi.y));
-    mn = fminf(to_float(lo.x), to_float(lo.y));
-  }
-  __device__ __forceinline__ float vmax(int u) const { return max_nan(to_float(vhi[u].x), to_float(vhi[u].y)); }
-};
-
-// How many of kUnroll vectors of 16-bit logits are not -inf (a NaN counts:
-// its row's status is NaN whatever the count), on the bits.
-template <class T, int kUnroll>
-__device__ __forceinline__ int packed_count_finite_below(const uint4 (&raw)[kUnroll]) {
-  constexpr uint32_t kNegInf = std::is_same<T, __half>::value ? 0xfc00u : 0xff80u;
-  int n = 0;
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const uint32_t w[4] = {raw[u].x, raw[u].y, raw[u].z, raw[u].w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) n += ((w[i] & 0xffffu) != kNegInf) + ((w[i] >> 16) != kNegInf);
-  }
-  return n;
-}
-
-// Offers the items of `mask` (scaled logits z, indices from idx0 / stride
-// as load_rowcta_items laid them out) that reach tau; returns those that
-// found the buffer full.
-template <class Policy, bool kMinP, int kPer, int kVec>
-__device__ __forceinline__ uint32_t rowcta_offer(MergeSmem<Policy>& sm, const float (&z)[kPer], uint32_t mask,
-                                                 int32_t i0, bool scalar, int32_t hi, int32_t ti, uint64_t tau,
-                                                 float tau_f, float cur_max, float ln_minp) {
-  uint32_t dropped = 0;
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const bool want = kMinP ? contract::passes_min_p(z[j], cur_max, ln_minp) : z[j] >= tau_f;
-    if ((mask >> j & 1u) && want && z[j] > -__builtin_huge_valf()) {
-      const uint32_t idx = scalar ? (uint32_t)(j == 0 ? hi : ti)
-                                  : (uint32_t)(i0 + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec));
-      const uint64_t p = pack_order(contract::order_key(z[j]), idx);
-      if (p >= tau) {
-        const int at = atomicAdd(&sm.count, 1);
-        if (at < Policy::kMergeCap) sm.cand[at] = p;
-        else dropped |= 1u << j;
-      }
-    }
-  }
-  return dropped;
-}
-
-// rowcta_offer for a whole iteration, vector by vector: only the vectors
-// in `vflags` (those whose max reaches tau or passes min-p: a superset of
-// the vectors holding an offered token, since scaling and both tests are
-// monotone; a vector with a NaN is skipped, its row's status is NaN) form
-// their z and test their tokens.  A warp runs a vector's tests when any of
-// its lanes flags that vector; it ran all kPer tests per lane when any lane
-// offered anything, which at ~280 offers per row was nearly every iteration
-// (~15 instructions per logit).
-template <class T, class Policy, bool kMinP, bool kUnit, int kPer, int kVec>
-__device__ __forceinline__ uint32_t rowcta_offer_vectors(MergeSmem<Policy>& sm, const uint4 (&raw)[kPer / kVec],
-                                                         uint32_t vflags, int32_t i0, uint64_t tau, float tau_f,
-                                                         float cur_max, float ln_minp, float temperature) {
-  uint32_t dropped = 0;
-#pragma unroll
-  for (int u = 0; u < kPer / kVec; ++u) {
-    if (!(vflags >> u & 1u)) continue;
-    float f[kVec];
-    unpack_vector<T>(raw[u], f);
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      float z = f[k];
-      if (!kUnit) {
-        const float sc = contract::scale(z, temperature);
-        z = sc > -__builtin_huge_valf() ? sc : -__builtin_huge_valf();
-      }
-      const bool want = kMinP ? contract::passes_min_p(z, cur_max, ln_minp) : z >= tau_f;
-      if (want && z > -__builtin_huge_valf()) {
-        const uint32_t idx = (uint32_t)(i0 + (u * Policy::kThreads + (int)threadIdx.x) * kVec + k);
-        const uint64_t p = pack_order(contract::order_key(z), idx);
-        if (p >= tau) {
-          const int at = atomicAdd(&sm.count, 1);
-          if (at < Policy::kMergeCap) sm.cand[at] = p;
-          else dropped |= 1u << (u * kVec + k);
-        }
-      }
-    }
-  }
-  return dropped;
 }
 
 // The first tau from a sample of the row (4 logits per thread): the row's top
