@@ -4,7 +4,7 @@
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
-#                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace (default build,test,sanitize,bench)
+#                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace (default build,test,sanitize,bench)
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 # test: GTEST_FILTER (gtest's own variable) runs part of the suite,
@@ -50,6 +50,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | t
 
 # The trace probe compiles on the CPU while the GPU runs the tests.
 if has rowctatrace; then rm -f /tmp/rowcta_trace; build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE & fi
+if has splittrace; then rm -f /tmp/split_trace; build_probe split_trace -DTOKENSIFT_SPLIT_TRACE & fi
 
 if has build; then
   log build
@@ -95,6 +96,15 @@ if has rowctatrace; then
   wait
   [ -x /tmp/rowcta_trace ] || build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE || tail -20 "$OUT/probe-build.log"
   for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace $v 2>&1; done | tee "$OUT/rowcta-trace.log"
+fi
+
+if has splittrace; then
+  # A top-p call's launches and each deferred row's stages through the split
+  # fallback (dev/split_trace.cu), built beside the library since the build step.
+  log split trace
+  wait
+  [ -x /tmp/split_trace ] || build_probe split_trace -DTOKENSIFT_SPLIT_TRACE || tail -20 "$OUT/probe-build.log"
+  /tmp/split_trace ${TRACE_VOCABS:-129280} 2>&1 | tee "$OUT/split-trace.log"
 fi
 
 if has probe; then

@@ -22,6 +22,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   __shared__ bool is_last;
   const int64_t row = blockIdx.x / a.chunks;
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
+  TS_SPLIT_ENTRY(0);
 #ifdef TOKENSIFT_MERGE_TRACE
   const long long t_start = clock64();
   TS_CHUNK_MARK(0);
@@ -53,7 +54,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 #ifdef TOKENSIFT_MERGE_TRACE
   if (threadIdx.x == 0 && blockIdx.x < kTraceChunks) chunk_merged[blockIdx.x] = is_last;
 #endif
-  if (!is_last) return;
+  if (!is_last) {
+    TS_SPLIT_EXIT(0);
+    return;
+  }
 #ifdef TOKENSIFT_MERGE_TRACE
   if (threadIdx.x == 0) merge_trace[7] = clock64() - t_start;  // this CTA's chunk phase and ticket
 #endif
@@ -63,6 +67,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
     if (r.status != kRowDeferred) write_result(a.out, row, r);
     a.tickets[row] = 0;
   }
+  if (r.status == kRowDeferred) TS_SPLIT_ROW(row, 0);
+  TS_SPLIT_EXIT(0);
 }
 
 // The split fallback's two launches, after a kernel that may defer rows to

@@ -36,6 +36,64 @@
 
 namespace tokensift::cuda_detail {
 
+// Dev builds only (dev/split_trace.cu): %globaltimer stamps of a call's
+// launches and of each deferred row's way through the split launches.
+// split_span[launch] = {first CTA's entry, last CTA's exit} (0 the pivot
+// kernel, 1 pass A, 2 pass B; atomic min / max).  split_row_ns[row]: 0 the
+// merge deferred the row; 1 pass A's first item began, 2 its last item
+// began the boundary search, 3 the boundary was set; 4 pass B's first item
+// began, 5 its last item began, 6 the bin's list was in shared memory, 7 it
+// was resolved (sort, scan, race), 8 the result was written.
+// split_row_info[row] = {tokens listed from the bin, the one-CTA fallback
+// ran, the bin}.  The probe sets every stamp to ~0 (unset) before the call.
+#ifdef TOKENSIFT_SPLIT_TRACE
+constexpr int kSplitTraceRows = 1024;
+__device__ unsigned long long split_span[3][2];
+__device__ unsigned long long split_row_ns[kSplitTraceRows][9];
+__device__ int split_row_info[kSplitTraceRows][3];
+__device__ __forceinline__ unsigned long long split_globaltimer() {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+}
+#define TS_SPLIT_ENTRY(l)                                                          \
+  do {                                                                             \
+    if (threadIdx.x == 0) atomicMin(&split_span[l][0], split_globaltimer());        \
+  } while (0)
+#define TS_SPLIT_EXIT(l)                                                           \
+  do {                                                                             \
+    if (threadIdx.x == 0) atomicMax(&split_span[l][1], split_globaltimer());        \
+  } while (0)
+#define TS_SPLIT_ROW(row, i)                                                                  \
+  do {                                                                                        \
+    if (threadIdx.x == 0 && (row) < kSplitTraceRows) split_row_ns[row][i] = split_globaltimer(); \
+  } while (0)
+#define TS_SPLIT_ROW_FIRST(row, i)                                                                      \
+  do {                                                                                                  \
+    if (threadIdx.x == 0 && (row) < kSplitTraceRows) atomicMin(&split_row_ns[row][i], split_globaltimer()); \
+  } while (0)
+#define TS_SPLIT_INFO(row, i, v)                                                       \
+  do {                                                                                 \
+    if (threadIdx.x == 0 && (row) < kSplitTraceRows) split_row_info[row][i] = (v);      \
+  } while (0)
+#else
+#define TS_SPLIT_ENTRY(l) \
+  do {                    \
+  } while (0)
+#define TS_SPLIT_EXIT(l) \
+  do {                   \
+  } while (0)
+#define TS_SPLIT_ROW(row, i) \
+  do {                       \
+  } while (0)
+#define TS_SPLIT_ROW_FIRST(row, i) \
+  do {                             \
+  } while (0)
+#define TS_SPLIT_INFO(row, i, v) \
+  do {                           \
+  } while (0)
+#endif
+
 template <class T, class Policy>
 struct SplitItem {
   int64_t row_id;
@@ -80,10 +138,12 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
   __shared__ FallbackSmem<Policy> sm;
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
+  TS_SPLIT_ENTRY(1);
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[0], item_slot); item < items;
        item = next_item(&a.split_next[0], item_slot)) {
     const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
+    TS_SPLIT_ROW_FIRST(it.row_id, 1);
     SplitRow& s = a.split[it.row_id];
     FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
     fb.bins_per_unit = s.bins_per_unit;
@@ -107,6 +167,7 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
       if (v) atomicAdd(&hist[b], (unsigned long long)v);
     }
     if (split_last<Policy>(&s.ticket_a, a.chunks, last_flag)) {
+      TS_SPLIT_ROW(it.row_id, 2);
       const auto bd = fb.template find_boundary<true>(
           [&](int b) { return (uint64_t)load_cg(&hist[b]); }, it.cfg);
       if (threadIdx.x == 0) {
@@ -114,9 +175,11 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
         s.above_m = bd.above;
         s.target = bd.target;
       }
+      TS_SPLIT_ROW(it.row_id, 3);
     }
     __syncthreads();
   }
+  TS_SPLIT_EXIT(1);
 }
 
 template <class T, class Policy>
@@ -127,10 +190,12 @@ __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   const float kNan = __int_as_float(0x7fffffff);
+  TS_SPLIT_ENTRY(2);
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
        item = next_item(&a.split_next[1], item_slot)) {
     const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
+    TS_SPLIT_ROW_FIRST(it.row_id, 4);
     SplitRow& s = a.split[it.row_id];
     FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
     fb.bins_per_unit = s.bins_per_unit;
@@ -167,18 +232,24 @@ __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT
       }
     }
     if (split_last<Policy>(&s.ticket_b, a.chunks, last_flag)) {
+      TS_SPLIT_ROW(it.row_id, 5);
       const int nlist = load_cg(&s.nlist);
       FallbackResult r;
       bool done = false;
       if (bin >= 0 && nlist <= Policy::kFbListCap) {
         for (int j = threadIdx.x; j < nlist; j += Policy::kThreads) sm.data.list[j] = load_cg(&list[j]);
         __syncthreads();
+        TS_SPLIT_ROW(it.row_id, 6);
         HistStage st;
         const uint64_t best = threadIdx.x == 0 ? (uint64_t)load_cg(&s.race) : 0;
         done = fb.template resolve_list<true>(nlist, s.above_m, (int)load_cg(&s.above_n), s.target,
                                               it.cfg, true, best, st);
         if (done) r = fb.from_stage(st);
+        TS_SPLIT_ROW(it.row_id, 7);
       }
+      TS_SPLIT_INFO(it.row_id, 0, nlist);
+      TS_SPLIT_INFO(it.row_id, 1, done ? 0 : 1);
+      TS_SPLIT_INFO(it.row_id, 2, bin);
       if (!done) r = fb.run(it.cfg);  // the one-CTA fallback (it may take its generic path)
       if (threadIdx.x == 0) {
         float lp = kNan;
@@ -188,9 +259,11 @@ __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT
         }
         write_result(a.out, it.row_id, RowResult{TOKENSIFT_ROW_OK, r.token, r.kept, lp});
       }
+      TS_SPLIT_ROW(it.row_id, 8);
     }
     __syncthreads();
   }
+  TS_SPLIT_EXIT(2);
 }
 
 }  // namespace tokensift::cuda_detail
