@@ -1,11 +1,13 @@
-// Shared by the dev probes (merge_probe.cu, fallback_probe.cu, rowcta_trace.cu):
-// the anchors' rows on the device and a median timing of one-row calls of the
-// pivot sampler.  Include after "cuda/pivot_sampler.cu".
+// Shared by the dev probes (merge_probe.cu, fallback_probe.cu, rowcta_trace.cu,
+// split_trace.cu): the anchors' rows on the device, a median timing of calls
+// of the pivot sampler, a batch call's buffers and a line of stage
+// statistics.  Include after "cuda/pivot_sampler.cu".
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -71,6 +73,48 @@ float median_event_us(F&& launch, int reps = 7) {
   cudaEventDestroy(e1);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// A batch call's device buffers for up to max_b rows of V logits: token and
+// status outputs, zeroed per-row offsets (the Philox counters read at run
+// time, as an engine's graph replay does) and the pivot workspace.
+struct BatchBuffers {
+  int32_t* tokens = nullptr;
+  int32_t* status = nullptr;
+  uint64_t* offsets = nullptr;
+  void* workspace = nullptr;
+
+  BatchBuffers(int max_b, int64_t V) {
+    cudaMalloc(&tokens, 4 * (size_t)max_b);
+    cudaMalloc(&status, 4 * (size_t)max_b);
+    cudaMalloc(&offsets, 8 * (size_t)max_b);
+    cudaMemset(offsets, 0, 8 * (size_t)max_b);
+    const size_t ws_bytes = tokensift::cuda_detail::pivot_workspace_size(max_b, V);
+    cudaMalloc(&workspace, ws_bytes);
+    cudaMemset(workspace, 0, ws_bytes);
+  }
+
+  tokensift::SampleOutputs outputs() const {
+    tokensift::SampleOutputs o;
+    o.tokens = tokens;
+    o.row_status = status;
+    return o;
+  }
+};
+
+// One line of a stage's distribution over CTAs or rows (us): count, min,
+// median, p90, max, mean.
+inline void stats_line(const char* name, std::vector<double> v) {
+  if (v.empty()) {
+    printf("    %-28s (none)\n", name);
+    return;
+  }
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  double sum = 0;
+  for (double x : v) sum += x;
+  printf("    %-28s n %4zu  min %7.2f  med %7.2f  p90 %7.2f  max %7.2f  mean %7.2f\n", name, n, v[0], v[n / 2],
+         v[(size_t)(0.9 * (n - 1))], v[n - 1], sum / n);
 }
 
 // The rows on the device, a one-row workspace and outputs.

@@ -30,15 +30,6 @@
 using namespace tokensift;
 using namespace tokensift::cuda_detail;
 
-void stats_line(const char* name, std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  double sum = 0;
-  for (double x : v) sum += x;
-  printf("    %-22s min %7.2f  med %7.2f  p90 %7.2f  max %7.2f  mean %7.2f\n", name, v[0], v[n / 2],
-         v[(size_t)(0.9 * (n - 1))], v[n - 1], sum / n);
-}
-
 int main(int argc, char** argv) {
   const int64_t V = argc > 1 ? atoll(argv[1]) : 129280;
   const int kMaxB = 1024;
@@ -51,16 +42,7 @@ int main(int argc, char** argv) {
   cudaMalloc(&d16, h.size() * 2);
   cudaMemcpy(d32, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
   cudaMemcpy(d16, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice);
-  int32_t *tokens, *status;
-  uint64_t* offsets;
-  cudaMalloc(&tokens, 4 * kMaxB);
-  cudaMalloc(&status, 4 * kMaxB);
-  cudaMalloc(&offsets, 8 * kMaxB);
-  cudaMemset(offsets, 0, 8 * kMaxB);
-  const size_t ws_bytes = pivot_workspace_size(kMaxB, V);
-  void* ws;
-  cudaMalloc(&ws, ws_bytes);
-  cudaMemset(ws, 0, ws_bytes);
+  const probe::BatchBuffers buf(kMaxB, V);
   const double mhz = probe::sm_clock_mhz();
   printf("SM clock %.0f MHz, V = %lld\n", mhz, (long long)V);
 
@@ -77,23 +59,21 @@ int main(int argc, char** argv) {
         p.top_k.value = c.k;
         p.min_p.value = c.min_p;
         p.seed.value = 42;
-        p.offset.per_row = offsets;
-        SampleOutputs out;
-        out.tokens = tokens;
-        out.row_status = status;
+        p.offset.per_row = buf.offsets;
+        const SampleOutputs out = buf.outputs();
         LogitsView lv;
         lv.data = dt == 0 ? (const void*)d32 : (const void*)d16;
         lv.rows = B;
         lv.vocab = V;
         lv.row_stride = V;
         lv.dtype = dt == 0 ? DType::kF32 : DType::kBF16;
-        const float us = probe::median_event_us([&] { launch_pivot(lv, p, out, ws, 0); }, 9);
+        const float us = probe::median_event_us([&] { launch_pivot(lv, p, out, buf.workspace, 0); }, 9);
         const int n = std::min(B, kRowCtaTraceRows);
         std::vector<long long> zero((size_t)kRowCtaTraceRows * 7, 0);
         cudaMemcpyToSymbol(rowcta_trace, zero.data(), sizeof(long long) * zero.size());
         std::vector<long long> zero16((size_t)kRowCtaMergeTraceRows * 16, 0);
         cudaMemcpyToSymbol(rowcta_merge_trace, zero16.data(), sizeof(long long) * zero16.size());
-        launch_pivot(lv, p, out, ws, 0);
+        launch_pivot(lv, p, out, buf.workspace, 0);
         cudaDeviceSynchronize();
         std::vector<long long> tr((size_t)kRowCtaTraceRows * 7);
         std::vector<unsigned long long> ns((size_t)kRowCtaTraceRows * 2);
@@ -117,7 +97,7 @@ int main(int argc, char** argv) {
             v.push_back((double)(t[s] - t[s - 1]) / mhz);
           }
           if (s == 6) finished = (int)v.size();
-          if (!v.empty()) stats_line(names[s - 1], v);
+          if (!v.empty()) probe::stats_line(names[s - 1], v);
         }
         // The finish's own stages (decide_and_draw's TS_MERGE_MARK stamps):
         // entry 2, pre-selection done 3, the one-warp sort 12, its decision
@@ -135,7 +115,7 @@ int main(int argc, char** argv) {
               if (t[seq[k]] == 0 || t[seq[k + 1]] == 0) continue;
               v.push_back((double)(t[seq[k + 1]] - t[seq[k]]) / mhz);
             }
-            if (!v.empty()) stats_line(fin[k], v);
+            if (!v.empty()) probe::stats_line(fin[k], v);
           }
         }
         std::vector<double> span, start;
@@ -148,8 +128,8 @@ int main(int argc, char** argv) {
           span.push_back((double)(ns[(size_t)r * 2 + 1] - ns[(size_t)r * 2]) / 1e3);
           start.push_back((double)(ns[(size_t)r * 2] - t0) / 1e3);
         }
-        stats_line("CTA span (globaltimer)", span);
-        stats_line("CTA start after first", start);
+        probe::stats_line("CTA span (globaltimer)", span);
+        probe::stats_line("CTA start after first", start);
         int twice = 0, compacted = 0;
         std::vector<double> cnt;
         for (int r = 0; r < n; ++r) {
@@ -157,7 +137,7 @@ int main(int argc, char** argv) {
           compacted += info[(size_t)r * 4 + 1] > 0;
           cnt.push_back(info[(size_t)r * 4 + 2]);
         }
-        stats_line("listed at stream end", cnt);
+        probe::stats_line("listed at stream end", cnt);
         printf("    kernel span %.1f us; rows streamed twice %d, compacted mid-stream %d, finished %d of %d\n",
                (double)(t1 - t0) / 1e3, twice, compacted, finished, n);
       }

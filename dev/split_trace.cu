@@ -34,19 +34,6 @@ namespace {
 
 constexpr unsigned long long kUnset = ~0ull;
 
-void stats_line(const char* name, std::vector<double> v) {
-  if (v.empty()) {
-    printf("    %-28s (none)\n", name);
-    return;
-  }
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  double sum = 0;
-  for (double x : v) sum += x;
-  printf("    %-28s n %4zu  min %7.2f  med %7.2f  p90 %7.2f  max %7.2f  mean %7.2f\n", name, n, v[0], v[n / 2],
-         v[(size_t)(0.9 * (n - 1))], v[n - 1], sum / n);
-}
-
 void reset_trace() {
   unsigned long long span[3][2];
   for (auto& s : span) s[0] = kUnset, s[1] = 0;
@@ -67,35 +54,24 @@ int main(int argc, char** argv) {
   float* d32;
   cudaMalloc(&d32, h.size() * 4);
   cudaMemcpy(d32, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
-  int32_t *tokens, *status;
-  uint64_t* offsets;
-  cudaMalloc(&tokens, 4 * kMaxB);
-  cudaMalloc(&status, 4 * kMaxB);
-  cudaMalloc(&offsets, 8 * kMaxB);
-  cudaMemset(offsets, 0, 8 * kMaxB);
-  const size_t ws_bytes = pivot_workspace_size(kMaxB, V);
-  void* ws;
-  cudaMalloc(&ws, ws_bytes);
-  cudaMemset(ws, 0, ws_bytes);
+  const probe::BatchBuffers buf(kMaxB, V);
   printf("V = %lld, fp32, top_p %.3g, anchors' rows\n", (long long)V, top_p);
 
   for (int B : {1, 16, 64, 256}) {
     SamplingParams p;
     p.top_p.value = top_p;
     p.seed.value = 42;
-    p.offset.per_row = offsets;
-    SampleOutputs out;
-    out.tokens = tokens;
-    out.row_status = status;
+    p.offset.per_row = buf.offsets;
+    const SampleOutputs out = buf.outputs();
     LogitsView lv;
     lv.data = d32;
     lv.rows = B;
     lv.vocab = V;
     lv.row_stride = V;
     lv.dtype = DType::kF32;
-    const float us = probe::median_event_us([&] { launch_pivot(lv, p, out, ws, 0); }, 9);
+    const float us = probe::median_event_us([&] { launch_pivot(lv, p, out, buf.workspace, 0); }, 9);
     reset_trace();
-    launch_pivot(lv, p, out, ws, 0);
+    launch_pivot(lv, p, out, buf.workspace, 0);
     cudaDeviceSynchronize();
     unsigned long long span[3][2];
     cudaMemcpyFromSymbol(span, split_span, sizeof(span));
@@ -136,9 +112,9 @@ int main(int argc, char** argv) {
         if (t[0] == kUnset || t[stamps[k][0]] == kUnset || t[stamps[k][1]] == kUnset) continue;
         v.push_back(((double)t[stamps[k][1]] - (double)t[stamps[k][0]]) / 1e3);
       }
-      stats_line(stage[k], v);
+      probe::stats_line(stage[k], v);
     }
-    stats_line("tokens listed from the bin", listed);
+    probe::stats_line("tokens listed from the bin", listed);
   }
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
   return 0;

@@ -61,6 +61,14 @@ __device__ __forceinline__ T load_cg(const T* p) {
   return __ldcg(p);
 }
 
+// The global nanosecond timer, for the dev builds' stage traces (comparable
+// across SMs, unlike clock64).
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
+}
+
 // max() that propagates NaN (PTX max.NaN): one instruction gives a chunk both
 // its largest logit and whether it saw a NaN.
 __device__ __forceinline__ float max_nan(float a, float b) {

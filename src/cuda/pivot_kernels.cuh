@@ -26,11 +26,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 #ifdef TOKENSIFT_MERGE_TRACE
   const long long t_start = clock64();
   TS_CHUNK_MARK(0);
-  if (threadIdx.x == 0 && blockIdx.x < kTraceChunks) {
-    unsigned long long ns;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-    chunk_start_ns[blockIdx.x] = ns;
-  }
+  if (threadIdx.x == 0 && blockIdx.x < kTraceChunks) chunk_start_ns[blockIdx.x] = globaltimer_ns();
 #endif
   // The logits' loads go out first.  One thread derives the row's parameters
   // under them: the phase is issue-bound at large batches, and work every

@@ -94,11 +94,6 @@ constexpr int kRowCtaTraceRows = 4096;
 __device__ long long rowcta_trace[kRowCtaTraceRows][7];
 __device__ unsigned long long rowcta_ns[kRowCtaTraceRows][2];
 __device__ int rowcta_info[kRowCtaTraceRows][4];
-__device__ __forceinline__ unsigned long long rowcta_globaltimer() {
-  unsigned long long ns;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  return ns;
-}
 #define TS_ROWCTA_MARK(i)                                                                      \
   do {                                                                                         \
     if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_trace[blockIdx.x][i] = clock64(); \
@@ -109,7 +104,7 @@ __device__ __forceinline__ unsigned long long rowcta_globaltimer() {
   } while (0)
 #define TS_ROWCTA_NS(i)                                                                                    \
   do {                                                                                                     \
-    if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_ns[blockIdx.x][i] = rowcta_globaltimer(); \
+    if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_ns[blockIdx.x][i] = globaltimer_ns(); \
   } while (0)
 #else
 #define TS_ROWCTA_MARK(i) \

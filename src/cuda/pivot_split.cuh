@@ -51,26 +51,21 @@ constexpr int kSplitTraceRows = 1024;
 __device__ unsigned long long split_span[3][2];
 __device__ unsigned long long split_row_ns[kSplitTraceRows][9];
 __device__ int split_row_info[kSplitTraceRows][3];
-__device__ __forceinline__ unsigned long long split_globaltimer() {
-  unsigned long long ns;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  return ns;
-}
 #define TS_SPLIT_ENTRY(l)                                                          \
   do {                                                                             \
-    if (threadIdx.x == 0) atomicMin(&split_span[l][0], split_globaltimer());        \
+    if (threadIdx.x == 0) atomicMin(&split_span[l][0], globaltimer_ns());        \
   } while (0)
 #define TS_SPLIT_EXIT(l)                                                           \
   do {                                                                             \
-    if (threadIdx.x == 0) atomicMax(&split_span[l][1], split_globaltimer());        \
+    if (threadIdx.x == 0) atomicMax(&split_span[l][1], globaltimer_ns());        \
   } while (0)
 #define TS_SPLIT_ROW(row, i)                                                                  \
   do {                                                                                        \
-    if (threadIdx.x == 0 && (row) < kSplitTraceRows) split_row_ns[row][i] = split_globaltimer(); \
+    if (threadIdx.x == 0 && (row) < kSplitTraceRows) split_row_ns[row][i] = globaltimer_ns(); \
   } while (0)
 #define TS_SPLIT_ROW_FIRST(row, i)                                                                      \
   do {                                                                                                  \
-    if (threadIdx.x == 0 && (row) < kSplitTraceRows) atomicMin(&split_row_ns[row][i], split_globaltimer()); \
+    if (threadIdx.x == 0 && (row) < kSplitTraceRows) atomicMin(&split_row_ns[row][i], globaltimer_ns()); \
   } while (0)
 #define TS_SPLIT_INFO(row, i, v)                                                       \
   do {                                                                                 \
