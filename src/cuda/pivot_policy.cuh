@@ -46,6 +46,11 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
 #endif
+// Iterations past the one loaded ahead whose lines whole iterations of
+// 16-bit logits send to L2 (0: none).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD
+#define TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD 0
+#endif
 // Whether its first whole iteration's loads go out before the first tau (1).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD
 #define TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD 0
@@ -114,6 +119,9 @@ struct PivotPolicy {
   // The first whole iteration's loads issued with the sample, ahead of the
   // parameters' barrier and the first tau (held in registers across them).
   static constexpr bool kRowCtaEarlyFirstLoad = TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD != 0;
+  // 16-bit logits: whole iterations send the lines of the iteration this
+  // many past the one in registers to L2 (0: none).
+  static constexpr int kRowCtaL2Ahead = TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD;
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and
