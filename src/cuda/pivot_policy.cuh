@@ -46,8 +46,8 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
 #endif
-// Iterations past the one loaded ahead whose lines whole iterations of
-// 16-bit logits send to L2 (0: none).
+// Iterations past the last one loaded whose lines whole iterations of
+// 16-bit logits and of fp32 min-p rows send to L2 (0: none).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD 0
 #endif
@@ -119,8 +119,9 @@ struct PivotPolicy {
   // The first whole iteration's loads issued with the sample, ahead of the
   // parameters' barrier and the first tau (held in registers across them).
   static constexpr bool kRowCtaEarlyFirstLoad = TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD != 0;
-  // 16-bit logits: whole iterations send the lines of the iteration this
-  // many past the one in registers to L2 (0: none).
+  // 16-bit logits and fp32 min-p rows (which load nothing ahead): whole
+  // iterations send the lines of the iteration this many past the last one
+  // requested to L2 (0: none).
   static constexpr int kRowCtaL2Ahead = TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD;
 };
 

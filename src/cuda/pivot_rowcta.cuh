@@ -238,14 +238,23 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // instead of following them.  The registers are held across the fits.
   constexpr bool kEarly = kAhead && Policy::kRowCtaEarlyFirstLoad;
   // Whole iterations may also send the lines of the iteration kL2Ahead past
-  // the one in registers to L2 (kRowCtaL2Ahead; 16-bit logits only, whose
-  // iteration is 16 KB a CTA: one iteration ahead keeps ~32 KB in flight
-  // per SM, and v27's trace streams bf16 rows at ~2.4 TB/s, 27.8 us for a
-  // B = 256 row where fp32's 32 KB iterations reach ~3.8 TB/s, while the
-  // loop issues ~3 us of instructions a row.  A second register set does
-  // not fit: at 128 registers the bf16 top-k loop then spills that set
-  // and waits on its loads.)
-  constexpr int kL2Ahead = kAhead && sizeof(T) == 2 ? Policy::kRowCtaL2Ahead : 0;
+  // the last one requested to L2 (kRowCtaL2Ahead), where the registers hold
+  // less than the stream needs in flight: 16-bit logits, whose iteration is
+  // 16 KB a CTA (one iteration ahead keeps ~32 KB in flight per SM; v27's
+  // trace streams bf16 rows at ~2.4 TB/s, 27.8 us for a B = 256 row where
+  // fp32's 32 KB iterations reach ~3.8 TB/s, while the loop issues ~3 us
+  // of instructions a row), and fp32 min-p rows, which load nothing ahead.
+  // A second register set does not fit: at 128 registers the bf16 top-k
+  // loop then spills that set and waits on its loads.
+  constexpr int kL2Ahead = sizeof(T) == 2 || !kAhead ? Policy::kRowCtaL2Ahead : 0;
+  // The lines of whole iteration `pv` (its first vector), to L2.
+  const auto prefetch_iteration = [&](int32_t pv) {
+    if (pv + kStep <= nvec) {
+      const char* lines = reinterpret_cast<const char*>(body + pv);
+      for (int off = (int)threadIdx.x * 128; off < kStep * 16; off += Policy::kThreads * 128)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(lines + off));
+    }
+  };
   uint4 ahead[kUnroll];
   const auto load_ahead = [&](int32_t b) {
 #pragma unroll
@@ -374,15 +383,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         if (base + 2 * kStep <= nvec) load_ahead(base + kStep);
         // And the lines kL2Ahead iterations further on go to L2, which
         // deepens the stream's requests in flight without registers.
-        if constexpr (kL2Ahead > 0) {
-          const int32_t pv = base + (1 + kL2Ahead) * kStep;  // first vector of that iteration
-          if (pv + kStep <= nvec) {
-            const char* lines = reinterpret_cast<const char*>(body + pv);
-            for (int off = (int)threadIdx.x * 128; off < kStep * 16; off += Policy::kThreads * 128)
-              asm volatile("prefetch.global.L2 [%0];" ::"l"(lines + off));
-          }
-        }
+        if constexpr (kL2Ahead > 0) prefetch_iteration(base + (1 + kL2Ahead) * kStep);
       } else if (kFull || !scalar) {
+        if constexpr (kFull && kL2Ahead > 0) prefetch_iteration(base + kL2Ahead * kStep);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
