@@ -29,6 +29,18 @@ __device__ __forceinline__ uint32_t ticket_arrive(uint32_t* ticket) {
   return old;
 }
 
+// A flag another CTA of the same launch waits for: the release orders this
+// thread's earlier global writes before it; the acquire orders the reader's
+// later loads after it (its other threads after the next __syncthreads).
+__device__ __forceinline__ void store_release(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t load_acquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // Every thread gets the block-wide result of `reduce` (a CUB block
 // collective that every thread calls; its value is valid in thread 0), passed
 // on through the shared `slot`.  The barriers before and after make the

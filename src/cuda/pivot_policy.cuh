@@ -51,6 +51,10 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD 0
 #endif
+// The split fallback's two passes in one launch (1) or two (0).
+#ifndef TOKENSIFT_PIVOT_SPLIT_FUSED
+#define TOKENSIFT_PIVOT_SPLIT_FUSED 1
+#endif
 // Whether its first whole iteration's loads go out before the first tau (1).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD
 #define TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD 0
@@ -90,7 +94,10 @@ struct PivotPolicy {
   static constexpr int kFbUnroll = 4;         // 16-byte loads in flight per thread per pass
   static constexpr int kFbStridedUnroll = 16; // scalar loads in flight per thread (generic path's fixed-order passes)
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
-  static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's two launches
+  static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's launches
+  // Both split passes in one launch, a row's pass B waiting for its own pass
+  // A (true), or two launches (false).
+  static constexpr bool kSplitFused = TOKENSIFT_PIVOT_SPLIT_FUSED != 0;
   // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
   // min-p) and scalar min-p calls from this many rows, where its grid first
   // holds two rows per SM (fp32 k50: 62 us at 256 rows against the chunked

@@ -8,10 +8,13 @@
 // each pass took ~150 us on the H200.  The same passes over the row's 4,096-
 // logit chunks, one CTA each, take a few microseconds.
 //
-// Two more launches per call, each a persistent grid of up to kSplitCtas CTAs
-// (no more than the call has chunks) that takes (deferred row, chunk) items
-// from a counter; they exit at once when no row was deferred, and the host
-// skips them when no row of the call can qualify.
+// One more launch per call (two with kSplitFused off), a persistent grid of
+// up to kSplitCtas CTAs (no more than the call has chunks) that takes
+// (deferred row, chunk) items from a counter, all of pass A's before any of
+// pass B's; it exits at once when no row was deferred, and the host skips it
+// when no row of the call can qualify.  A pass-B item waits for its own
+// row's boundary (a flag pass A's last item releases), not for the whole of
+// pass A: the items it waits for were claimed before it, by running CTAs.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
@@ -39,7 +42,7 @@ namespace tokensift::cuda_detail {
 // Dev builds only (dev/split_trace.cu): %globaltimer stamps of a call's
 // launches and of each deferred row's way through the split launches.
 // split_span[launch] = {first CTA's entry, last CTA's exit} (0 the pivot
-// kernel, 1 pass A, 2 pass B; atomic min / max).  split_row_ns[row]: 0 the
+// kernel, 1 pass A or the fused launch, 2 pass B; atomic min / max).  split_row_ns[row]: 0 the
 // merge deferred the row; 1 pass A's first item began, 2 its last item
 // began the boundary search, 3 the boundary was set; 4 pass B's first item
 // began, 5 its last item began, 6 the bin's list was in shared memory, 7 it
@@ -128,6 +131,139 @@ __device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
   return flag;
 }
 
+// Pass A on one item: the chunk's histogram into the row's; the row's last
+// item finds the boundary bin and publishes it (SplitRow::ready).
+template <class T, class Policy>
+__device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t item, FallbackSmem<Policy>& sm,
+                                                  int& last_flag) {
+  const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
+  TS_SPLIT_ROW_FIRST(it.row_id, 1);
+  SplitRow& s = a.split[it.row_id];
+  FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
+  fb.bins_per_unit = s.bins_per_unit;
+  const float scale = fb.fixed_scale();
+  fb.hist_clear();
+  float x[Policy::kItems];
+  bool valid[Policy::kItems];
+  load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+  typename FallbackRow<T, Policy>::BinRun run;
+#pragma unroll
+  for (int j = 0; j < Policy::kItems; ++j) {
+    if (!valid[j]) continue;
+    const float z = fb.z_of(x[j]);
+    if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+  }
+  fb.hist_flush(run);
+  __syncthreads();
+  unsigned long long* hist = a.split_hist + it.row_id * Policy::kFbBins;
+  for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) {
+    const uint64_t v = fb.hist_value(b);
+    if (v) atomicAdd(&hist[b], (unsigned long long)v);
+  }
+  if (split_last<Policy>(&s.ticket_a, a.chunks, last_flag)) {
+    TS_SPLIT_ROW(it.row_id, 2);
+    const auto bd = fb.template find_boundary<true>(
+        [&](int b) { return (uint64_t)load_cg(&hist[b]); }, it.cfg);
+    if (threadIdx.x == 0) {
+      s.bin = bd.bin;
+      s.above_m = bd.above;
+      s.target = bd.target;
+      store_release(&s.ready, 1u);  // after the three above (same thread)
+    }
+    TS_SPLIT_ROW(it.row_id, 3);
+  }
+  __syncthreads();
+}
+
+// Pass B on one item: the chunk's tokens of the boundary bin into the row's
+// list, its tokens above the bin counted and raced; the row's last item
+// resolves the list and writes the result.  In the fused launch an item may
+// start before its row's pass A has ended: thread 0 waits for the row's
+// boundary first (SplitRow::ready; the pass-A items it waits for were all
+// claimed before this one, by CTAs that are running, so the wait ends).
+template <class T, class Policy>
+__device__ __forceinline__ void split_pass_b_item(
+    const PivotArgs& a, int64_t item, FallbackSmem<Policy>& sm,
+    typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce, int& last_flag, bool wait) {
+  using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
+  const float kNan = __int_as_float(0x7fffffff);
+  const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
+  TS_SPLIT_ROW_FIRST(it.row_id, 4);
+  SplitRow& s = a.split[it.row_id];
+  if (wait) {
+    if (threadIdx.x == 0)
+      while (load_acquire(&s.ready) == 0u) __nanosleep(128);
+    __syncthreads();
+  }
+  FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
+  fb.bins_per_unit = s.bins_per_unit;
+  uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
+  const int bin = load_cg(&s.bin);  // from L2: pass A's last item may have run in this launch
+  if (bin >= 0) {
+    float x[Policy::kItems];
+    bool valid[Policy::kItems];
+    load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+    uint64_t best = 0, n_above = 0;
+#pragma unroll
+    for (int j = 0; j < Policy::kItems; ++j) {
+      if (!valid[j]) continue;
+      const float z = fb.z_of(x[j]);
+      if (!fb.eligible(z)) continue;
+      const int b = fb.bin_of(z);
+      if (b > bin) continue;
+      const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
+      if (b == bin) {
+        const int at = atomicAdd(&s.nlist, 1);
+        if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
+      } else {
+        n_above += 1;
+        const uint64_t r = fb.race_key(z, it.cfg, idx);
+        best = r > best ? r : best;
+      }
+    }
+    const uint64_t n = ReduceU64(reduce).Sum(n_above);
+    __syncthreads();
+    const uint64_t m = ReduceU64(reduce).Reduce(best, MaxU64{});
+    if (threadIdx.x == 0) {
+      if (n) atomicAdd(&s.above_n, (uint32_t)n);
+      if (m) atomicMax(&s.race, (unsigned long long)m);
+    }
+  }
+  if (split_last<Policy>(&s.ticket_b, a.chunks, last_flag)) {
+    TS_SPLIT_ROW(it.row_id, 5);
+    const int nlist = load_cg(&s.nlist);
+    FallbackResult r;
+    bool done = false;
+    if (bin >= 0 && nlist <= Policy::kFbListCap) {
+      for (int j = threadIdx.x; j < nlist; j += Policy::kThreads) sm.data.list[j] = load_cg(&list[j]);
+      __syncthreads();
+      TS_SPLIT_ROW(it.row_id, 6);
+      HistStage st;
+      const uint64_t best = threadIdx.x == 0 ? (uint64_t)load_cg(&s.race) : 0;
+      done = fb.template resolve_list<true>(nlist, load_cg(&s.above_m), (int)load_cg(&s.above_n),
+                                            load_cg(&s.target), it.cfg, true, best, st);
+      if (done) r = fb.from_stage(st);
+      TS_SPLIT_ROW(it.row_id, 7);
+    }
+    TS_SPLIT_INFO(it.row_id, 0, nlist);
+    TS_SPLIT_INFO(it.row_id, 1, done ? 0 : 1);
+    TS_SPLIT_INFO(it.row_id, 2, bin);
+    if (!done) r = fb.run(it.cfg);  // the one-CTA fallback (it may take its generic path)
+    if (threadIdx.x == 0) {
+      float lp = kNan;
+      if (a.out.logprobs) {
+        const float z = contract::scale(to_float(it.row[r.token]), it.cfg.temperature);
+        lp = (float)(((double)z - (double)s.zmax) - log(r.kept_mass));
+      }
+      write_result(a.out, it.row_id, RowResult{TOKENSIFT_ROW_OK, r.token, r.kept, lp});
+    }
+    TS_SPLIT_ROW(it.row_id, 8);
+  }
+  __syncthreads();
+}
+
+// The two passes as two launches (kSplitFused = false): pass B reads what
+// pass A published at the launch boundary.
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
@@ -136,129 +272,43 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
   TS_SPLIT_ENTRY(1);
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[0], item_slot); item < items;
-       item = next_item(&a.split_next[0], item_slot)) {
-    const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
-    TS_SPLIT_ROW_FIRST(it.row_id, 1);
-    SplitRow& s = a.split[it.row_id];
-    FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
-    fb.bins_per_unit = s.bins_per_unit;
-    const float scale = fb.fixed_scale();
-    fb.hist_clear();
-    float x[Policy::kItems];
-    bool valid[Policy::kItems];
-    load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
-    typename FallbackRow<T, Policy>::BinRun run;
-#pragma unroll
-    for (int j = 0; j < Policy::kItems; ++j) {
-      if (!valid[j]) continue;
-      const float z = fb.z_of(x[j]);
-      if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
-    }
-    fb.hist_flush(run);
-    __syncthreads();
-    unsigned long long* hist = a.split_hist + it.row_id * Policy::kFbBins;
-    for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) {
-      const uint64_t v = fb.hist_value(b);
-      if (v) atomicAdd(&hist[b], (unsigned long long)v);
-    }
-    if (split_last<Policy>(&s.ticket_a, a.chunks, last_flag)) {
-      TS_SPLIT_ROW(it.row_id, 2);
-      const auto bd = fb.template find_boundary<true>(
-          [&](int b) { return (uint64_t)load_cg(&hist[b]); }, it.cfg);
-      if (threadIdx.x == 0) {
-        s.bin = bd.bin;
-        s.above_m = bd.above;
-        s.target = bd.target;
-      }
-      TS_SPLIT_ROW(it.row_id, 3);
-    }
-    __syncthreads();
-  }
+       item = next_item(&a.split_next[0], item_slot))
+    split_pass_a_item<T, Policy>(a, item, sm, last_flag);
   TS_SPLIT_EXIT(1);
 }
 
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT_KERNEL_ARGS a) {
-  using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   __shared__ FallbackSmem<Policy> sm;
-  __shared__ typename ReduceU64::TempStorage reduce;
+  __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
-  const float kNan = __int_as_float(0x7fffffff);
   TS_SPLIT_ENTRY(2);
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
-       item = next_item(&a.split_next[1], item_slot)) {
-    const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
-    TS_SPLIT_ROW_FIRST(it.row_id, 4);
-    SplitRow& s = a.split[it.row_id];
-    FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
-    fb.bins_per_unit = s.bins_per_unit;
-    uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
-    const int bin = s.bin;
-    if (bin >= 0) {
-      float x[Policy::kItems];
-      bool valid[Policy::kItems];
-      load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
-      uint64_t best = 0, n_above = 0;
-#pragma unroll
-      for (int j = 0; j < Policy::kItems; ++j) {
-        if (!valid[j]) continue;
-        const float z = fb.z_of(x[j]);
-        if (!fb.eligible(z)) continue;
-        const int b = fb.bin_of(z);
-        if (b > bin) continue;
-        const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
-        if (b == bin) {
-          const int at = atomicAdd(&s.nlist, 1);
-          if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
-        } else {
-          n_above += 1;
-          const uint64_t r = fb.race_key(z, it.cfg, idx);
-          best = r > best ? r : best;
-        }
-      }
-      const uint64_t n = ReduceU64(reduce).Sum(n_above);
-      __syncthreads();
-      const uint64_t m = ReduceU64(reduce).Reduce(best, MaxU64{});
-      if (threadIdx.x == 0) {
-        if (n) atomicAdd(&s.above_n, (uint32_t)n);
-        if (m) atomicMax(&s.race, (unsigned long long)m);
-      }
-    }
-    if (split_last<Policy>(&s.ticket_b, a.chunks, last_flag)) {
-      TS_SPLIT_ROW(it.row_id, 5);
-      const int nlist = load_cg(&s.nlist);
-      FallbackResult r;
-      bool done = false;
-      if (bin >= 0 && nlist <= Policy::kFbListCap) {
-        for (int j = threadIdx.x; j < nlist; j += Policy::kThreads) sm.data.list[j] = load_cg(&list[j]);
-        __syncthreads();
-        TS_SPLIT_ROW(it.row_id, 6);
-        HistStage st;
-        const uint64_t best = threadIdx.x == 0 ? (uint64_t)load_cg(&s.race) : 0;
-        done = fb.template resolve_list<true>(nlist, s.above_m, (int)load_cg(&s.above_n), s.target,
-                                              it.cfg, true, best, st);
-        if (done) r = fb.from_stage(st);
-        TS_SPLIT_ROW(it.row_id, 7);
-      }
-      TS_SPLIT_INFO(it.row_id, 0, nlist);
-      TS_SPLIT_INFO(it.row_id, 1, done ? 0 : 1);
-      TS_SPLIT_INFO(it.row_id, 2, bin);
-      if (!done) r = fb.run(it.cfg);  // the one-CTA fallback (it may take its generic path)
-      if (threadIdx.x == 0) {
-        float lp = kNan;
-        if (a.out.logprobs) {
-          const float z = contract::scale(to_float(it.row[r.token]), it.cfg.temperature);
-          lp = (float)(((double)z - (double)s.zmax) - log(r.kept_mass));
-        }
-        write_result(a.out, it.row_id, RowResult{TOKENSIFT_ROW_OK, r.token, r.kept, lp});
-      }
-      TS_SPLIT_ROW(it.row_id, 8);
-    }
-    __syncthreads();
-  }
+       item = next_item(&a.split_next[1], item_slot))
+    split_pass_b_item<T, Policy>(a, item, sm, reduce, last_flag, false);
   TS_SPLIT_EXIT(2);
+}
+
+// Both passes in one launch (kSplitFused): items 0..n-1 are pass A's, n..2n-1
+// pass B's, handed out in that order, so a row's pass B starts as soon as its
+// own boundary is known instead of after every CTA of pass A has exited, and
+// a call pays one launch fewer.
+template <class T, class Policy>
+__global__ void __launch_bounds__(Policy::kThreads) split_fused_kernel(TS_PIVOT_KERNEL_ARGS a) {
+  __shared__ FallbackSmem<Policy> sm;
+  __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
+  __shared__ int last_flag;
+  __shared__ int64_t item_slot;
+  TS_SPLIT_ENTRY(1);
+  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
+  for (int64_t item = next_item(&a.split_next[0], item_slot); item < 2 * items;
+       item = next_item(&a.split_next[0], item_slot)) {
+    if (item < items) split_pass_a_item<T, Policy>(a, item, sm, last_flag);
+    else split_pass_b_item<T, Policy>(a, item - items, sm, reduce, last_flag, true);
+  }
+  TS_SPLIT_EXIT(1);
 }
 
 }  // namespace tokensift::cuda_detail

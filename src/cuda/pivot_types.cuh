@@ -48,6 +48,7 @@ struct SplitRow {
   uint32_t above_n;           // tokens in the bins above it
   uint32_t ticket_a, ticket_b;
   float bins_per_unit;        // histogram resolution chosen for this row
+  uint32_t ready;             // pass A set bin / above_m / target (fused launch)
   unsigned long long race;    // best race key over the bins above
   uint64_t above_m;           // their fixed-point mass
   double target;              // p W in fixed-point units
