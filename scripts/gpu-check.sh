@@ -85,7 +85,7 @@ fi
 
 if has benchquick; then
   log bench quick
-  $BUILD/bench/sampler_bench --out "$OUT/bench-quick.json" --vocabs 129280 --batches 1,64,1024 \
+  $BUILD/bench/sampler_bench --out "$OUT/bench-quick.json" --vocabs 129280 --batches ${QUICK_BATCHES:-1,64,1024} \
     --dists outlier_head --algos ${QUICK_ALGOS:-pivot,sort} --sort-max-batch 64 --reps 10 2>&1 | tail -80
 fi
 
