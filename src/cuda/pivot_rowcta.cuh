@@ -180,16 +180,21 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
   }
 }
 
-// Sends the first `iters` iterations' lines of a row (at most its length)
-// to L2, spread over the CTA's threads; lines, not registers.
+// Sends `bytes` from p to L2, a 128-byte line per thread and step, spread
+// over the CTA's threads; lines, not registers.
+template <class Policy>
+__device__ __forceinline__ void prefetch_l2_lines(const void* p, int64_t bytes) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = (int64_t)threadIdx.x * 128; off < bytes; off += (int64_t)Policy::kThreads * 128)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
+}
+
+// The first `iters` iterations' lines of a row (at most its length).
 template <class T, class Policy, int kPer>
 __device__ __forceinline__ void rowcta_prefetch_l2(const T* row, int32_t vocab, int iters) {
-  const char* bytes = reinterpret_cast<const char*>(row);
   const int64_t row_bytes = (int64_t)vocab * (int64_t)sizeof(T);
   const int64_t want = (int64_t)iters * Policy::kThreads * kPer * (int64_t)sizeof(T);
-  const int64_t span = row_bytes < want ? row_bytes : want;
-  for (int64_t off = (int64_t)threadIdx.x * 128; off < span; off += (int64_t)Policy::kThreads * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(bytes + off));
+  prefetch_l2_lines<Policy>(row, row_bytes < want ? row_bytes : want);
 }
 
 // kMinP: rows with min-p (any top-k and top-p); else top-k rows, k < kWarpList.
@@ -249,11 +254,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   constexpr int kL2Ahead = sizeof(T) == 2 || !kAhead ? Policy::kRowCtaL2Ahead : 0;
   // The lines of whole iteration `pv` (its first vector), to L2.
   const auto prefetch_iteration = [&](int32_t pv) {
-    if (pv + kStep <= nvec) {
-      const char* lines = reinterpret_cast<const char*>(body + pv);
-      for (int off = (int)threadIdx.x * 128; off < kStep * 16; off += Policy::kThreads * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(lines + off));
-    }
+    if (pv + kStep <= nvec) prefetch_l2_lines<Policy>(body + pv, (int64_t)kStep * 16);
   };
   uint4 ahead[kUnroll];
   const auto load_ahead = [&](int32_t b) {
