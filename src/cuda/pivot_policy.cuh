@@ -51,13 +51,14 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD 0
 #endif
-// The split fallback's two passes in one launch (1) or two (0).
-#ifndef TOKENSIFT_PIVOT_SPLIT_FUSED
-#define TOKENSIFT_PIVOT_SPLIT_FUSED 1
+// Calls of at most this many rows run the split fallback's two passes in one
+// launch, larger calls in two (0: always two).
+#ifndef TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ROWS
+#define TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ROWS 256
 #endif
 // Whether its first whole iteration's loads go out before the first tau (1).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD
-#define TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD 0
+#define TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD 1
 #endif
 #ifndef TOKENSIFT_PIVOT_ROWCTA_PREFETCH
 #define TOKENSIFT_PIVOT_ROWCTA_PREFETCH 0
@@ -96,8 +97,11 @@ struct PivotPolicy {
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's launches
   // Both split passes in one launch, a row's pass B waiting for its own pass
-  // A (true), or two launches (false).
-  static constexpr bool kSplitFused = TOKENSIFT_PIVOT_SPLIT_FUSED != 0;
+  // A, for calls of at most this many rows; two launches above.  Measured
+  // (p0.9, V = 129,280, af60da4): fused saves 3 us at B = 64, is even at
+  // B = 256 and costs 22 us (+4 %) at B = 1024.  The choice depends on B
+  // only and both give the same bits, so batch invariance holds.
+  static constexpr int64_t kSplitFusedMaxRows = TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ROWS;
   // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
   // min-p) and scalar min-p calls from this many rows, where its grid first
   // holds two rows per SM (fp32 k50: 62 us at 256 rows against the chunked
@@ -125,10 +129,14 @@ struct PivotPolicy {
   static constexpr int kRowCtaPrefetchIters = TOKENSIFT_PIVOT_ROWCTA_PREFETCH;
   // The first whole iteration's loads issued with the sample, ahead of the
   // parameters' barrier and the first tau (held in registers across them).
+  // Measured (variant of af60da4): bf16 k50 / min-p -1..-2 % at B = 256 and
+  // 1024, fp32 even (within 1 %).
   static constexpr bool kRowCtaEarlyFirstLoad = TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD != 0;
   // 16-bit logits and fp32 min-p rows (which load nothing ahead): whole
   // iterations send the lines of the iteration this many past the last one
-  // requested to L2 (0: none).
+  // requested to L2 (0: none).  Measured 1 (variant of af60da4): bf16 k50
+  // +2..+6 %, min-p +3..+5 %, fp32 min-p +7..+10 %: the prefetches compete
+  // with the demand loads instead of adding bytes in flight.
   static constexpr int kRowCtaL2Ahead = TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD;
 };
 
