@@ -82,7 +82,8 @@ int main(int argc, char** argv) {
 
     printf("\nB=%d p%.3g: call %.1f us (median of 9, events)\n", B, top_p, us);
     const unsigned long long t0 = span[0][0];
-    const char* names[3] = {"pivot kernel", B <= PivotPolicy::kSplitFusedMaxRows ? "split (A and B fused)" : "pass A (split_hist)",
+    const bool fused = B * pivot_chunks(V) <= PivotPolicy::kSplitFusedMaxItems;
+    const char* names[3] = {"pivot kernel", fused ? "split (A and B fused)" : "pass A (split_hist)",
                             "pass B (split_gather)"};
     for (int l = 0; l < 3; ++l) {
       if (span[l][0] == kUnset) {

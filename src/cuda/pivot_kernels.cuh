@@ -67,8 +67,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   TS_SPLIT_EXIT(0);
 }
 
-// The split fallback's launch (two above PivotPolicy::kSplitFusedMaxRows), after a
-// kernel that may defer rows to it.  Its grid is never larger than the call
+// The split fallback's launch (two above PivotPolicy::kSplitFusedMaxItems
+// items), after a kernel that may defer rows to it.  Its grid is never larger than the call
 // has chunks: a small batch gets a small grid (1,024 CTAs that find no item
 // still cost a launch's worth of scheduling and one contended atomic each).
 template <class T>
@@ -76,7 +76,7 @@ void launch_split_fallback(const PivotArgs& a, cudaStream_t stream) {
   const int64_t items = a.rows * a.chunks;
   const dim3 grid((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
   const dim3 block(PivotPolicy::kThreads);
-  if (a.rows <= PivotPolicy::kSplitFusedMaxRows) {
+  if (items <= PivotPolicy::kSplitFusedMaxItems) {
     split_fused_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
   } else {
     split_hist_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);

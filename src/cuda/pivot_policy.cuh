@@ -51,10 +51,11 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD 0
 #endif
-// Calls of at most this many rows run the split fallback's two passes in one
-// launch, larger calls in two (0: always two).
-#ifndef TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ROWS
-#define TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ROWS 256
+// Calls whose rows x chunks (the split fallback's most items per pass) are
+// at most this run its two passes in one launch, larger calls in two (0:
+// always two).
+#ifndef TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ITEMS
+#define TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ITEMS 2560
 #endif
 // Whether its first whole iteration's loads go out before the first tau (1).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD
@@ -97,11 +98,12 @@ struct PivotPolicy {
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's launches
   // Both split passes in one launch, a row's pass B waiting for its own pass
-  // A, for calls of at most this many rows; two launches above.  Measured
-  // (p0.9, V = 129,280, af60da4): fused saves 3 us at B = 64, is even at
-  // B = 256 and costs 22 us (+4 %) at B = 1024.  The choice depends on B
-  // only and both give the same bits, so batch invariance holds.
-  static constexpr int64_t kSplitFusedMaxRows = TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ROWS;
+  // A, for calls of at most this many rows x chunks; two launches above.
+  // Fitted on p0.9 (d1eb551 against 08fd409, which ran two launches): one
+  // launch saved 2-7 % up to 2,432 (V = 151,936, B = 64) and lost 3 % at
+  // 4,096 (V = 262,208, B = 64), 2 % at 9,728, 9 % at 16,384; even at
+  // 8,192.  The choice depends on B and V only and both give the same bits.
+  static constexpr int64_t kSplitFusedMaxItems = TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ITEMS;
   // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
   // min-p) and scalar min-p calls from this many rows, where its grid first
   // holds two rows per SM (fp32 k50: 62 us at 256 rows against the chunked

@@ -8,7 +8,7 @@
 // each pass took ~150 us on the H200.  The same passes over the row's 4,096-
 // logit chunks, one CTA each, take a few microseconds.
 //
-// One more launch per call (two above kSplitFusedMaxRows rows), a persistent
+// One more launch per call (two above kSplitFusedMaxItems items), a persistent
 // grid of up to kSplitCtas CTAs (no more than the call has chunks) that takes
 // (deferred row, chunk) items from a counter, all of pass A's before any of
 // pass B's; it exits at once when no row was deferred, and the host skips it
@@ -262,8 +262,8 @@ __device__ __forceinline__ void split_pass_b_item(
   __syncthreads();
 }
 
-// The two passes as two launches (calls above kSplitFusedMaxRows rows): pass
-// B reads what pass A published at the launch boundary.
+// The two passes as two launches (calls above kSplitFusedMaxItems items):
+// pass B reads what pass A published at the launch boundary.
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
@@ -291,8 +291,8 @@ __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT
   TS_SPLIT_EXIT(2);
 }
 
-// Both passes in one launch (calls of at most kSplitFusedMaxRows rows): items
-// 0..n-1 are pass A's, n..2n-1 pass B's, handed out in that order, so a row's
+// Both passes in one launch (calls of at most kSplitFusedMaxItems items):
+// items 0..n-1 are pass A's, n..2n-1 pass B's, handed out in that order, so a row's
 // pass B starts as soon as its own boundary is known instead of after every
 // CTA of pass A has exited, and a call pays one launch fewer.
 template <class T, class Policy>
