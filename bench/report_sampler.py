@@ -44,8 +44,13 @@ def main():
     out = {k: main_j[k] for k in ("gpu", "copy_bandwidth_GBps")}
     out["commit"] = a.commit
     out["command"] = main_j["command"]
-    out["records"] = [{k: r[k] for k in ("impl", "algo", "dtype", "vocab", "batch", "case", "us_graph", "us_eager",
-                                         "floor_us", "workspace_bytes")} for r in main_j["records"]]
+    # A record re-measured at another commit (merged in by hand) keeps its
+    # commit, and the merge's description travels with the table.
+    keys = ("impl", "algo", "dtype", "vocab", "batch", "case", "us_graph", "us_eager", "floor_us", "workspace_bytes",
+            "commit")
+    out["records"] = [{k: r[k] for k in keys if k in r} for r in main_j["records"]]
+    if "merged" in main_j:
+        out["merged"] = main_j["merged"]
     if a.second:
         sec = json.load(open(a.second))
         out["second_table"] = {"command": sec["command"], "copy_bandwidth_GBps": sec["copy_bandwidth_GBps"],

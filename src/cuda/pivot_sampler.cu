@@ -16,8 +16,8 @@
 //      the contract's Philox stream.
 //   4. Rows the candidates cannot decide (kept sets of hundreds of tokens or
 //      more) search the row with fixed-point depth histograms: top-p rows
-//      without top-k in two more launches that spread the two passes over
-//      the row's chunks (pivot_split.cuh), others in the merging CTA
+//      without top-k in one more launch (two for large calls) that spreads
+//      the two passes over the row's chunks (pivot_split.cuh), others in the merging CTA
 //      (pivot_fallback.cuh); Qrita's quaternary pivot search is the last
 //      resort when one bin holds too many tokens (long runs of equal logits).
 // HBM traffic is the logits once plus O(candidates), twice more for deferred

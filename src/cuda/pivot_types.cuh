@@ -39,8 +39,8 @@ struct ChunkSummary {
 };
 
 // A row whose top-p boundary the merging CTA could not decide is deferred to
-// two more launches that spread the fallback's two histogram passes over many
-// CTAs (pivot_split.cuh).  What those launches share about the row:
+// one more launch (two for large calls) that spreads the fallback's two
+// histogram passes over many CTAs (pivot_split.cuh).  What those launches share about the row:
 struct SplitRow {
   float zmax;
   int32_t bin;                // boundary bin; -1: the grid cannot pin it
