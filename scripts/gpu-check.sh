@@ -54,7 +54,10 @@ if has splittrace; then rm -f /tmp/split_trace; build_probe split_trace -DTOKENS
 
 if has build; then
   log build
+  # BUILD_CUDA_FLAGS: policy knobs for the whole build (tests included),
+  # e.g. to validate a knob's setting before it becomes the default.
   cmake -S . -B $BUILD -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+        "-DCMAKE_CUDA_FLAGS=${BUILD_CUDA_FLAGS:-}" \
         -DTOKENSIFT_BUILD_EXAMPLES=${TOKENSIFT_BUILD_EXAMPLES:-OFF} >"$OUT/build.log" 2>&1 &&
   cmake --build $BUILD -j16 >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
   grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | head -20

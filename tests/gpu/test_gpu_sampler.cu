@@ -346,12 +346,12 @@ TEST(GpuSampler, GraphCaptureAndReplay) {
   if (ok) flags()["graph_capture"] = "pass";
 }
 
-// A 256-row fp32 batch at V = 129,280 with scalar parameters `f` (so one of
-// the large-batch kernels takes it), captured and replayed three times, each
-// replay also checked against the CPU backend; runs after the test above and
-// marks graph_capture failed on any difference.
-void check_scalar_graph_replay(uint64_t seed, const ScalarFilter& f, bool logprobs) {
-  HostBatch b = make_batch(256, 129280, DType::kF32, seed);
+// A 256-row batch (fp32 unless `dt` says) at V = 129,280 with scalar
+// parameters `f` (so one of the large-batch kernels takes it), captured and
+// replayed three times, each replay also checked against the CPU backend;
+// runs after the test above and marks graph_capture failed on any difference.
+void check_scalar_graph_replay(uint64_t seed, const ScalarFilter& f, bool logprobs, DType dt = DType::kF32) {
+  HostBatch b = make_batch(256, 129280, dt, seed);
   f.set_rows(b);
   for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
   bool ok = false;
@@ -363,6 +363,14 @@ void check_scalar_graph_replay(uint64_t seed, const ScalarFilter& f, bool logpro
 TEST(GpuSampler, GraphCaptureAndReplayRowCta) {
   TS_REQUIRE_GPU();
   check_scalar_graph_replay(2025, ScalarFilter{0.8f, 50, 0.9f, 0.0f}, true);
+}
+
+// The same for bf16 rows, top-k and min-p (each dtype and filter has its own
+// row-CTA kernel instance, with its own way of loading ahead).
+TEST(GpuSampler, GraphCaptureAndReplayRowCtaBf16) {
+  TS_REQUIRE_GPU();
+  check_scalar_graph_replay(2027, ScalarFilter{1.0f, 50, 1.0f, 0.0f}, true, DType::kBF16);
+  check_scalar_graph_replay(2028, ScalarFilter{1.0f, 0, 1.0f, 0.05f}, false, DType::kBF16);
 }
 
 // The plain-race kernel (scalar plain rows, B >= 128, no log-probs asked for).
