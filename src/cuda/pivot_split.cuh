@@ -292,9 +292,9 @@ __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT
 }
 
 // Both passes in one launch (calls of at most kSplitFusedMaxItems items):
-// items 0..n-1 are pass A's, n..2n-1 pass B's, handed out in that order, so a row's
-// pass B starts as soon as its own boundary is known instead of after every
-// CTA of pass A has exited, and a call pays one launch fewer.
+// items 0..n-1 are pass A's, n..2n-1 pass B's, handed out in that order, so
+// a row's pass B starts as soon as its own boundary is known instead of
+// after every CTA of pass A has exited, and a call pays one launch fewer.
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads) split_fused_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
