@@ -32,10 +32,12 @@ ncu_export() {
   rm -f "$1.ncu-rep"
 }
 # A dev/ probe built against the library's headers: $1 the probe's name,
-# then extra nvcc flags; the compiler's output appends to probe-build.log.
+# then extra nvcc flags (after BUILD_CUDA_FLAGS, so the probe sees the
+# library's knobs); the compiler's output appends to probe-build.log.
 build_probe() {
   local name=$1; shift
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc "$@" \
+  # shellcheck disable=SC2086  # BUILD_CUDA_FLAGS is a list of flags
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc ${BUILD_CUDA_FLAGS:-} "$@" \
     dev/$name.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o /tmp/$name 2>>"$OUT/probe-build.log"
 }
 # The sampler benchmark alone, built in $1 with CUDA flags $2 (policy knobs),
