@@ -599,6 +599,67 @@ void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool 
   }
 }
 
+// Top-p rows that defer to the split fallback give the same bits whether
+// the fallback runs as one launch (a row alone: rows x chunks within
+// PivotPolicy::kSplitFusedMaxItems, 2,560) or two (these batches: 128 x 32
+// and 96 x 64 items), and the CPU backend's.  A row that keeps more tokens
+// than its chunks can emit as candidates (64 each, PivotPolicy::
+// kTopPEmitMax, in chunks of 4,096) cannot be decided from them and goes
+// through the split fallback: these batches hold 3 and 13 such rows (CPU
+// backend, the same seeds), and the test asks for at least 8 of them.
+TEST(GpuSampler, SplitFallbackOneOrTwoLaunchesAgree) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["split_launches"];
+  int reported = 0;
+  AloneTally alone_t;
+  int64_t deep_rows = 0;  // rows that kept more than their chunks can emit
+  const struct {
+    int64_t rows, vocab;
+    DType dt;
+  } cases[] = {{128, 129280, DType::kF32}, {96, 262208, DType::kBF16}};
+  for (const auto& c : cases) {
+    BatchOptions o;
+    o.dist = Dist::kOutlierHead;
+    o.random_params = false;
+    o.fixed = RowParams{1.0f, 0.0f, 0, 0.9f, 31, 0};
+    o.max_pad = 0;
+    HostBatch b = make_batch(c.rows, c.vocab, c.dt, 4711 + c.vocab, o);
+    for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = (uint64_t)r * 1000003u;
+    GpuSampler g;
+    ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+    DeviceBatch d(b);
+    d.poison();
+    ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+    TS_CUDA_OK(cudaDeviceSynchronize());
+    const Results all = d.fetch();
+    compare_batch(b, all, run_cpu(b), t, reported);
+    for (int64_t r = 0; r < b.rows; ++r) {
+      deep_rows += all.kept[r] > (b.vocab + 4095) / 4096 * 64;
+      HostBatch one(1, b.vocab, b.vocab, b.dtype);
+      one.set_row(0, b.row(r));
+      one.set_params(0, b.params(r));
+      one.dist[0] = b.dist[r];
+      DeviceBatch d1(one);
+      d1.poison();
+      ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
+      const Results alone = d1.fetch();
+      ++alone_t.checked;
+      const bool same = alone.token[0] == all.token[r] && alone.status[0] == all.status[r] &&
+                        alone.kept[0] == all.kept[r] &&
+                        std::memcmp(&alone.logprob[0], &all.logprob[r], sizeof(float)) == 0;
+      if (!same && ++alone_t.differ <= 10)
+        ADD_FAILURE() << "row " << r << " V " << b.vocab << ": alone " << alone.token[0] << "/" << alone.status[0]
+                      << "/" << alone.kept[0] << ", in the batch " << all.token[r] << "/" << all.status[r] << "/"
+                      << all.kept[r];
+    }
+  }
+  std::printf("[split_launches] rows %lld, rows alone checked %lld, differing %lld, rows past the candidates %lld\n",
+              (long long)t.rows, (long long)alone_t.checked, (long long)alone_t.differ, (long long)deep_rows);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+  EXPECT_EQ(alone_t.differ, 0);
+  EXPECT_GE(deep_rows, 8) << "too few rows reached the split fallback for this test to mean anything";
+}
+
 // Batches of min-p rows, or of top-k rows (k < 64) without min-p, with
 // scalar filter parameters take the row-CTA kernel from
 // PivotPolicy::kRowCtaMinRows rows (src/cuda/pivot_rowcta.cuh): every
