@@ -550,6 +550,38 @@ struct AloneTally {
   int64_t checked = 0, differ = 0;
 };
 
+// Row r of batch b sampled alone (one row: the chunked kernel, and the
+// split fallback in one launch), with the scalar parameters *f when given,
+// must give what it gave in the batch (`all`), log-prob bits included when
+// asked for.
+void check_row_alone(GpuSampler& g, const HostBatch& b, int64_t r, const Results& all, const ScalarFilter* f,
+                     bool logprobs, AloneTally& alone_t) {
+  HostBatch one(1, b.vocab, b.vocab, b.dtype);
+  one.set_row(0, b.row(r));
+  one.set_params(0, b.params(r));
+  one.dist[0] = b.dist[r];
+  DeviceBatch d1(one);
+  if (f) f->apply(d1);
+  if (!logprobs) d1.out.logprobs = nullptr;
+  d1.poison();
+  ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
+  const Results alone = d1.fetch();
+  ++alone_t.checked;
+  const bool same = alone.token[0] == all.token[r] && alone.status[0] == all.status[r] &&
+                    alone.kept[0] == all.kept[r] &&
+                    (!logprobs || std::memcmp(&alone.logprob[0], &all.logprob[r], sizeof(float)) == 0);
+  if (!same && ++alone_t.differ <= 10) {
+    std::string filter;
+    if (f)
+      filter = " T " + std::to_string(f->temperature) + " k " + std::to_string(f->top_k) + " p " +
+               std::to_string(f->top_p) + " min_p " + std::to_string(f->min_p);
+    ADD_FAILURE() << "row " << r << " V " << b.vocab << " dtype " << dtype_name(b.dtype) << filter << ": alone "
+                  << alone.token[0] << "/" << alone.status[0] << "/" << alone.kept[0] << "/" << alone.logprob[0]
+                  << ", in the batch " << all.token[r] << "/" << all.status[r] << "/" << all.kept[r] << "/"
+                  << all.logprob[r];
+  }
+}
+
 // One kAuto call on batch b with the scalar parameters f (asking for
 // log-probs when `logprobs`), matched against the CPU backend; then rows 0,
 // 1, 17 and the last, each sampled alone (one row: the chunked kernel), must
@@ -576,27 +608,8 @@ void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool 
         << "V " << b.vocab << " rows " << b.rows << ": the call wrote its workspace (not the plain race)";
   }
   compare_batch(b, all, run_cpu(b), t, reported, logprobs);
-  for (int64_t r : {(int64_t)0, (int64_t)1, (int64_t)17, b.rows - 1}) {
-    HostBatch one(1, b.vocab, b.vocab, b.dtype);
-    one.set_row(0, b.row(r));
-    one.set_params(0, b.params(r));
-    one.dist[0] = b.dist[r];
-    DeviceBatch d1(one);
-    f.apply(d1);
-    if (!logprobs) d1.out.logprobs = nullptr;
-    d1.poison();
-    ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
-    const Results alone = d1.fetch();
-    ++alone_t.checked;
-    const bool same = alone.token[0] == all.token[r] && alone.status[0] == all.status[r] &&
-                      alone.kept[0] == all.kept[r] &&
-                      (!logprobs || std::memcmp(&alone.logprob[0], &all.logprob[r], sizeof(float)) == 0);
-    if (!same && ++alone_t.differ <= 10)
-      ADD_FAILURE() << "row " << r << " V " << b.vocab << " dtype " << dtype_name(b.dtype) << " T " << f.temperature
-                    << " k " << f.top_k << " p " << f.top_p << " min_p " << f.min_p << ": alone " << alone.token[0]
-                    << "/" << alone.status[0] << "/" << alone.kept[0] << "/" << alone.logprob[0] << ", in the batch "
-                    << all.token[r] << "/" << all.status[r] << "/" << all.kept[r] << "/" << all.logprob[r];
-  }
+  for (int64_t r : {(int64_t)0, (int64_t)1, (int64_t)17, b.rows - 1})
+    check_row_alone(g, b, r, all, &f, logprobs, alone_t);
 }
 
 // Top-p rows that defer to the split fallback give the same bits whether
@@ -635,22 +648,7 @@ TEST(GpuSampler, SplitFallbackOneOrTwoLaunchesAgree) {
     compare_batch(b, all, run_cpu(b), t, reported);
     for (int64_t r = 0; r < b.rows; ++r) {
       deep_rows += all.kept[r] > (b.vocab + 4095) / 4096 * 64;
-      HostBatch one(1, b.vocab, b.vocab, b.dtype);
-      one.set_row(0, b.row(r));
-      one.set_params(0, b.params(r));
-      one.dist[0] = b.dist[r];
-      DeviceBatch d1(one);
-      d1.poison();
-      ASSERT_EQ(g.run(d1), Status::kOk) << last_error_message();
-      const Results alone = d1.fetch();
-      ++alone_t.checked;
-      const bool same = alone.token[0] == all.token[r] && alone.status[0] == all.status[r] &&
-                        alone.kept[0] == all.kept[r] &&
-                        std::memcmp(&alone.logprob[0], &all.logprob[r], sizeof(float)) == 0;
-      if (!same && ++alone_t.differ <= 10)
-        ADD_FAILURE() << "row " << r << " V " << b.vocab << ": alone " << alone.token[0] << "/" << alone.status[0]
-                      << "/" << alone.kept[0] << ", in the batch " << all.token[r] << "/" << all.status[r] << "/"
-                      << all.kept[r];
+      check_row_alone(g, b, r, all, nullptr, true, alone_t);
     }
   }
   std::printf("[split_launches] rows %lld, rows alone checked %lld, differing %lld, rows past the candidates %lld\n",
