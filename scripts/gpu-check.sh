@@ -4,7 +4,7 @@
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
-#                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace (default build,test,sanitize,bench)
+#                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace,sortprobe (default build,test,sanitize,bench)
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 # test: GTEST_FILTER (gtest's own variable) runs part of the suite,
@@ -110,6 +110,14 @@ if has splittrace; then
   wait
   [ -x /tmp/split_trace ] || build_probe split_trace -DTOKENSIFT_SPLIT_TRACE || tail -20 "$OUT/probe-build.log"
   /tmp/split_trace ${TRACE_VOCABS:-129280} 2>&1 | tee "$OUT/split-trace.log"
+fi
+
+if has sortprobe; then
+  # The block bitonic sort against a rank sort on 32..4,096 keys
+  # (dev/sort_probe.cu: the merge's and the split resolve's sorts).
+  log sort probe
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc dev/sort_probe.cu -o /tmp/sort_probe \
+    2>>"$OUT/probe-build.log" && /tmp/sort_probe 2>&1 | tee "$OUT/sort-probe.log"
 fi
 
 if has probe; then
