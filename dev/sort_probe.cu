@@ -1,5 +1,5 @@
-// Probe: the block bitonic sort (block_bitonic_sort.cuh) against a rank
-// sort, on the list sizes the merge and the split fallback's resolve sort
+// Probe: the block bitonic sort (block_bitonic_sort.cuh) against the rank
+// sort (block_rank_sort.cuh), on the list sizes the merge and the split fallback's resolve sort
 // (a few dozen to a few thousand packed (key, index) entries, unique).
 //
 // Why: the split trace (perf-notes, af60da4) has a deferred top-p row's
@@ -9,7 +9,8 @@
 // (36 at 256); a rank sort takes two: each thread counts, for its keys, how
 // many keys are larger (keys are unique, so the count is the position) by
 // reading the whole list from shared memory, O(n^2 / threads) compares.
-// Which wins up to which n is what this measures: cycles per CTA (clock64
+// Which wins up to which n is what this measures (and so what
+// PivotPolicy::kRankSortMax should be): cycles per CTA (clock64
 // around the sort, the median over CTAs), both results checked against
 // std::sort.  One CTA of 256 threads per list, 132 lists per size.
 //
@@ -24,39 +25,12 @@
 #include <random>
 #include <vector>
 
-#include "cuda/block_bitonic_sort.cuh"
+#include "cuda/block_rank_sort.cuh"
 
 namespace {
 
 constexpr int kThreads = 256;
 constexpr int kCap = 4096;
-
-// Sorts keys[0, n) descending by rank; unique keys.  keys[n, pow2(n)) are
-// zeroed as block_bitonic_sort_desc does (callers may read them).
-template <int kThreads, int kMaxPerThread>
-__device__ void block_rank_sort_desc(uint64_t* keys, int n) {
-  uint64_t mine[kMaxPerThread];
-  int rank[kMaxPerThread];
-#pragma unroll
-  for (int s = 0; s < kMaxPerThread; ++s) {
-    const int i = s * kThreads + (int)threadIdx.x;
-    mine[s] = i < n ? keys[i] : 0ull;
-    rank[s] = 0;
-  }
-  for (int j = 0; j < n; ++j) {
-    const uint64_t k = keys[j];  // the same address in every lane: a broadcast
-#pragma unroll
-    for (int s = 0; s < kMaxPerThread; ++s) rank[s] += k > mine[s];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int s = 0; s < kMaxPerThread; ++s)
-    if (s * kThreads + (int)threadIdx.x < n) keys[rank[s]] = mine[s];
-  int size = 1;
-  while (size < n) size <<= 1;
-  for (int i = n + (int)threadIdx.x; i < size; i += kThreads) keys[i] = 0;
-  __syncthreads();
-}
 
 template <int kAlgo, int kMaxPerThread>
 __global__ void sort_kernel(const uint64_t* in, uint64_t* out, long long* cycles, int n) {
@@ -66,7 +40,7 @@ __global__ void sort_kernel(const uint64_t* in, uint64_t* out, long long* cycles
   __syncthreads();
   const long long t0 = clock64();
   if (kAlgo == 0) tokensift::cuda_detail::block_bitonic_sort_desc<kThreads>(keys, n);
-  else block_rank_sort_desc<kThreads, kMaxPerThread>(keys, n);
+  else tokensift::cuda_detail::block_rank_sort_desc<kThreads, kMaxPerThread>(keys, n);
   __syncthreads();
   const long long t1 = clock64();
   for (int i = threadIdx.x; i < n; i += kThreads) out[(size_t)blockIdx.x * kCap + i] = keys[i];

@@ -36,7 +36,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
-#include "cuda/block_bitonic_sort.cuh"
+#include "cuda/block_rank_sort.cuh"
 #include "cuda/block_row_stream.cuh"
 #include "cuda/cuda_utils.cuh"
 #include "cuda/row_config.cuh"
@@ -253,7 +253,7 @@ struct FallbackRow {
   __device__ bool resolve_list(int nbin, uint64_t base_m, int above_n, double target, const RowConfig& cfg,
                                bool do_race, uint64_t best, HistStage& st) {
     const float scale = fixed_scale();
-    block_bitonic_sort_desc<kThreads>(sm.data.list, nbin);
+    block_sort_desc<kThreads, Policy::kRankSortMax>(sm.data.list, nbin);
     constexpr int kSeg = Policy::kFbListCap / kThreads;
     const int lo = threadIdx.x * kSeg;
     uint64_t seg = 0;

@@ -23,7 +23,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
-#include "cuda/block_bitonic_sort.cuh"
+#include "cuda/block_rank_sort.cuh"
 #include "cuda/block_threshold_select.cuh"
 #include "cuda/cuda_utils.cuh"
 #include "cuda/pivot_fallback.cuh"
@@ -188,7 +188,7 @@ struct ListDecision {
 template <class Policy, class ChunkMass>
 __device__ ListDecision decide_from_list(MergeSmem<Policy>& sm, int n, bool complete, uint64_t next,
                                          const RowConfig& cfg, float zmax, ChunkMass chunk_mass) {
-  block_bitonic_sort_desc<Policy::kThreads>(sm.cand, n);
+  block_sort_desc<Policy::kThreads, Policy::kRankSortMax>(sm.cand, n);
   int valid_prefix = n;  // candidates that precede `next`
   if (!complete) {
     int c = 0;
@@ -406,7 +406,7 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
       // in sorted order).  The block path summed the same terms in another
       // order, so a row-CTA path (pivot_rowcta.cuh) that keeps only the row's
       // top k..kWarpList could not have matched its bits.
-      block_bitonic_sort_desc<Policy::kThreads>(sm.cand, n);
+      block_sort_desc<Policy::kThreads, Policy::kRankSortMax>(sm.cand, n);
       const uint64_t cut = sm.cand[Policy::kWarpList];  // the best token left out
       bound = cut > bound ? cut : bound;
       whole = false;

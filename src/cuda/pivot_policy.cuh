@@ -65,6 +65,11 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD
 #define TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD 1
 #endif
+// Lists of at most this many keys are sorted by rank (block_rank_sort.cuh),
+// longer ones by the bitonic network (0: always bitonic).
+#ifndef TOKENSIFT_PIVOT_RANK_SORT_MAX
+#define TOKENSIFT_PIVOT_RANK_SORT_MAX 0
+#endif
 #ifndef TOKENSIFT_PIVOT_ROWCTA_PREFETCH
 #define TOKENSIFT_PIVOT_ROWCTA_PREFETCH 0
 #endif
@@ -99,6 +104,11 @@ struct PivotPolicy {
   static constexpr int kFbListCap = 4096;     // most tokens of the boundary bin sorted on chip
   static constexpr int kFbUnroll = 4;         // 16-byte loads in flight per thread per pass
   static constexpr int kFbStridedUnroll = 16; // scalar loads in flight per thread (generic path's fixed-order passes)
+  // The merge's, the fallback's and the row-CTA compaction's sorts: lists
+  // of at most this many keys by rank (two barriers, O(n^2 / threads)
+  // compares) instead of the bitonic network (36 barriers at 256 keys).
+  // 0 until dev/sort_probe.cu and a variant build have measured it.
+  static constexpr int kRankSortMax = TOKENSIFT_PIVOT_RANK_SORT_MAX;
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's launches
   // Both split passes in one launch, a row's pass B waiting for its own pass

@@ -11,7 +11,7 @@
 
 #include <type_traits>
 
-#include "cuda/block_bitonic_sort.cuh"
+#include "cuda/block_rank_sort.cuh"
 #include "cuda/block_threshold_select.cuh"
 #include "cuda/pivot_merge.cuh"
 #include "cuda/vector_logits.cuh"
@@ -47,7 +47,7 @@ __device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau
   } else {
     // Ties at the k-th key: the contract's order (index ascending among
     // equal keys) decides, so sort and keep exactly `need`.
-    block_bitonic_sort_desc<Policy::kThreads>(sm.cand, n);
+    block_sort_desc<Policy::kThreads, Policy::kRankSortMax>(sm.cand, n);
     cut = sm.cand[need - 1];
     if (threadIdx.x == 0) sm.count = need;
   }
