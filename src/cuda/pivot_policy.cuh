@@ -34,10 +34,6 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_ITEMS
 #define TOKENSIFT_PIVOT_ROWCTA_ITEMS 32
 #endif
-// 16-bit logits' own count (up to 64: one bit each in a 64-bit mask).
-#ifndef TOKENSIFT_PIVOT_ROWCTA_ITEMS16
-#define TOKENSIFT_PIVOT_ROWCTA_ITEMS16 TOKENSIFT_PIVOT_ROWCTA_ITEMS
-#endif
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS
 #define TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS 2
 #endif
@@ -133,10 +129,6 @@ struct PivotPolicy {
   // 3 CTAs 309 / 227; 4 CTAs per SM spill in the loop.  fp32 min-p rows
   // never load ahead (they spill at 128 registers; pivot_rowcta.cuh).
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
-  // 16-bit logits (perf-notes v29: their iterations are bound by the
-  // iteration's own latency and barrier, not by bytes in flight): more
-  // logits per iteration means fewer iterations and barriers per row.
-  static constexpr int kRowCtaItems16 = TOKENSIFT_PIVOT_ROWCTA_ITEMS16;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
   static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this

@@ -215,11 +215,9 @@ __device__ __forceinline__ void rowcta_prefetch_l2(const T* row, int32_t vocab, 
 template <class T, class Policy, bool kMinP>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   constexpr int kVec = 16 / (int)sizeof(T);
-  // Logits per thread per iteration (one bit each in `dropped`).
-  constexpr int kPer = sizeof(T) == 2 ? Policy::kRowCtaItems16 : Policy::kRowCtaItems;
-  using Mask = RowCtaMask<kPer>;
+  constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
-  static_assert(kPer <= 64 && kPer % 8 == 0, "one bit per logit in a 64-bit mask; whole vectors of every dtype");
+  static_assert(kPer <= 32 && kPer % 8 == 0, "one bit per logit in a 32-bit mask; whole vectors of every dtype");
   constexpr float kInf = __builtin_huge_valf();
   __shared__ PivotSmem<Policy> smem;
   __shared__ RowConfig row_cfg;
@@ -252,10 +250,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // or the barrier, perf-notes v21).  Not for fp32 min-p rows: their
   // extra 32 registers spill in that loop at the 2-CTA cap (v21: 26-40 %
   // slower there, 5-20 % faster everywhere else).
-  // Nor for 16-bit logits at 64 a thread (kRowCtaItems16): the second
-  // set of 8 vectors spills (444 B in the top-k loop) beside the packed
-  // per-vector maxima; one 32 KB iteration in flight at a time instead.
-  constexpr bool kAhead = Policy::kRowCtaAhead && !(kMinP && sizeof(T) == 4) && !(sizeof(T) == 2 && kPer > 32);
+  constexpr bool kAhead = Policy::kRowCtaAhead && !(kMinP && sizeof(T) == 4);
   // The first whole iteration's loads go out with the sample, before the
   // parameters' barrier and the first tau's fits, when the policy asks
   // (kRowCtaEarlyFirstLoad): its DRAM round trip then overlaps theirs
@@ -371,7 +366,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       // so the iteration's largest and smallest z are its scaled max and
       // min: two divisions per iteration instead of one per logit.
       float z[kPer];
-      Mask mask = kFull ? ~Mask(0) : Mask(0);
+      uint32_t mask = kFull ? 0xffffffffu : 0u;
       uint4 raw[kUnroll];
       const auto widen = [&] {
 #pragma unroll
@@ -381,7 +376,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           unpack_vector<T>(raw[u], f);
 #pragma unroll
           for (int k = 0; k < kVec; ++k) z[u * kVec + k] = f[k];
-          if (!kFull) mask |= (v < nvec ? (Mask(1) << kVec) - 1 : Mask(0)) << (u * kVec);
+          if (!kFull) mask |= (v < nvec ? (1u << kVec) - 1u : 0u) << (u * kVec);
         }
       };
       const auto to_z = [&] {  // whole iterations: widen and scale
@@ -415,8 +410,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       } else {
 #pragma unroll
         for (int j = 0; j < kPer; ++j) z[j] = -kInf;
-        if (hi < head) z[0] = to_float(row[hi]), mask |= Mask(1);
-        if (ti < vocab) z[1] = to_float(row[ti]), mask |= Mask(2);
+        if (hi < head) z[0] = to_float(row[hi]), mask |= 1u;
+        if (ti < vocab) z[1] = to_float(row[ti]), mask |= 2u;
       }
       // it_max (NaN-propagating) and it_min over this iteration's z: one
       // test per iteration instead of per logit for the offers (rare: only
@@ -462,7 +457,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       } else {
 #pragma unroll
         for (int j = 0; j < kPer; ++j) {
-          if (!(mask >> j & 1)) {
+          if (!(mask >> j & 1u)) {
             z[j] = -kInf;
             continue;
           }
@@ -494,7 +489,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       bool any = kMinP ? contract::passes_min_p(it_max, cur_max, cfg.ln_minp) : it_max >= tau_f;
       if (kFull)
         any = any && pack_order(contract::order_key(it_max), (uint32_t)(i0 + (int32_t)threadIdx.x * kVec)) >= tau;
-      Mask dropped = 0;
+      uint32_t dropped = 0;
       if (any) {  // (a NaN row lists nothing: its status is NaN input)
         if constexpr (kFull) {
           uint32_t vflags = 0;
@@ -504,7 +499,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
             const bool want = kMinP ? contract::passes_min_p(vm, cur_max, cfg.ln_minp) : vm >= tau_f;
             vflags |= want ? 1u << u : 0u;
           }
-          if (mask == 0) vflags = 0u;  // min-p rows past overflow
+          if (mask == 0u) vflags = 0u;  // min-p rows past overflow
           dropped = rowcta_offer_vectors<T, Policy, kMinP, kUnit, kPer, kVec>(sm, raw, vflags, i0, tau, tau_f,
                                                                               cur_max, cfg.ln_minp, cfg.temperature);
         } else {
@@ -543,11 +538,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
 #ifdef TOKENSIFT_ROWCTA_TRACE
         ++trace_compactions;
 #endif
-        Mask again = dropped;
+        uint32_t again = dropped;
         dropped = 0;
         while (again) {
-          const int j = lowest_bit(again);
-          again &= again - 1;
+          const int j = __ffs((int)again) - 1;
+          again &= again - 1u;
           const int32_t idx = scalar ? (j == 0 ? hi : ti)
                                      : i0 + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec);
           const float sc = contract::scale(to_float(row[idx]), cfg.temperature);
@@ -557,7 +552,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           if (p < tau) continue;
           const int at = atomicAdd(&sm.count, 1);
           if (at < Policy::kMergeCap) sm.cand[at] = p;
-          else dropped |= Mask(1) << j;
+          else dropped |= 1u << j;
         }
       }
       return !scalar;

@@ -9,20 +9,12 @@
 // token is lost.
 #pragma once
 
-#include <type_traits>
-
 #include "cuda/block_rank_sort.cuh"
 #include "cuda/block_threshold_select.cuh"
 #include "cuda/pivot_merge.cuh"
 #include "cuda/vector_logits.cuh"
 
 namespace tokensift::cuda_detail {
-
-// One bit per logit of a thread's iteration: 32 or 64 of them.
-template <int kPer>
-using RowCtaMask = std::conditional_t<(kPer > 32), unsigned long long, uint32_t>;
-__device__ __forceinline__ int lowest_bit(uint32_t m) { return __ffs((int)m) - 1; }
-__device__ __forceinline__ int lowest_bit(unsigned long long m) { return __ffsll((long long)m) - 1; }
 
 // Keeps the buffer's top need..cap (exactly need on ties) and raises tau to
 // the cut: at most cap entries stay.  Call from all threads.
@@ -81,23 +73,21 @@ __device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur
 // as the row-CTA kernel's iterations lay them out) that reach tau; returns
 // those that found the buffer full.
 template <class Policy, bool kMinP, int kPer, int kVec>
-__device__ __forceinline__ RowCtaMask<kPer> rowcta_offer(MergeSmem<Policy>& sm, const float (&z)[kPer],
-                                                         RowCtaMask<kPer> mask, int32_t i0, bool scalar, int32_t hi,
-                                                         int32_t ti, uint64_t tau, float tau_f, float cur_max,
-                                                         float ln_minp) {
-  using Mask = RowCtaMask<kPer>;
-  Mask dropped = 0;
+__device__ __forceinline__ uint32_t rowcta_offer(MergeSmem<Policy>& sm, const float (&z)[kPer], uint32_t mask,
+                                                 int32_t i0, bool scalar, int32_t hi, int32_t ti, uint64_t tau,
+                                                 float tau_f, float cur_max, float ln_minp) {
+  uint32_t dropped = 0;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const bool want = kMinP ? contract::passes_min_p(z[j], cur_max, ln_minp) : z[j] >= tau_f;
-    if ((mask >> j & 1) && want && z[j] > -__builtin_huge_valf()) {
+    if ((mask >> j & 1u) && want && z[j] > -__builtin_huge_valf()) {
       const uint32_t idx = scalar ? (uint32_t)(j == 0 ? hi : ti)
                                   : (uint32_t)(i0 + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec));
       const uint64_t p = pack_order(contract::order_key(z[j]), idx);
       if (p >= tau) {
         const int at = atomicAdd(&sm.count, 1);
         if (at < Policy::kMergeCap) sm.cand[at] = p;
-        else dropped |= Mask(1) << j;
+        else dropped |= 1u << j;
       }
     }
   }
@@ -113,12 +103,10 @@ __device__ __forceinline__ RowCtaMask<kPer> rowcta_offer(MergeSmem<Policy>& sm, 
 // offered anything, which at ~280 offers per row was nearly every iteration
 // (~15 instructions per logit).
 template <class T, class Policy, bool kMinP, bool kUnit, int kPer, int kVec>
-__device__ __forceinline__ RowCtaMask<kPer> rowcta_offer_vectors(MergeSmem<Policy>& sm,
-                                                                 const uint4 (&raw)[kPer / kVec], uint32_t vflags,
-                                                                 int32_t i0, uint64_t tau, float tau_f, float cur_max,
-                                                                 float ln_minp, float temperature) {
-  using Mask = RowCtaMask<kPer>;
-  Mask dropped = 0;
+__device__ __forceinline__ uint32_t rowcta_offer_vectors(MergeSmem<Policy>& sm, const uint4 (&raw)[kPer / kVec],
+                                                         uint32_t vflags, int32_t i0, uint64_t tau, float tau_f,
+                                                         float cur_max, float ln_minp, float temperature) {
+  uint32_t dropped = 0;
 #pragma unroll
   for (int u = 0; u < kPer / kVec; ++u) {
     if (!(vflags >> u & 1u)) continue;
@@ -138,7 +126,7 @@ __device__ __forceinline__ RowCtaMask<kPer> rowcta_offer_vectors(MergeSmem<Polic
         if (p >= tau) {
           const int at = atomicAdd(&sm.count, 1);
           if (at < Policy::kMergeCap) sm.cand[at] = p;
-          else dropped |= Mask(1) << (u * kVec + k);
+          else dropped |= 1u << (u * kVec + k);
         }
       }
     }
