@@ -46,11 +46,6 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
 #endif
-// Iterations past the last one loaded whose lines whole iterations of
-// 16-bit logits and of fp32 min-p rows send to L2 (0: none).
-#ifndef TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD
-#define TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD 0
-#endif
 // Calls whose rows x chunks (the split fallback's most items per pass) are
 // at most this run its two passes in one launch, larger calls in two (0:
 // always two).
@@ -64,10 +59,7 @@
 // Lists of at most this many keys are sorted by rank (block_rank_sort.cuh),
 // longer ones by the bitonic network (0: always bitonic).
 #ifndef TOKENSIFT_PIVOT_RANK_SORT_MAX
-#define TOKENSIFT_PIVOT_RANK_SORT_MAX 0
-#endif
-#ifndef TOKENSIFT_PIVOT_ROWCTA_PREFETCH
-#define TOKENSIFT_PIVOT_ROWCTA_PREFETCH 0
+#define TOKENSIFT_PIVOT_RANK_SORT_MAX 256
 #endif
 
 namespace tokensift::cuda_detail {
@@ -103,7 +95,9 @@ struct PivotPolicy {
   // The merge's, the fallback's and the row-CTA compaction's sorts: lists
   // of at most this many keys by rank (two barriers, O(n^2 / threads)
   // compares) instead of the bitonic network (36 barriers at 256 keys).
-  // 0 until dev/sort_probe.cu and a variant build have measured it.
+  // dev/sort_probe.cu (H200, 4a49f72): rank 957 / 4,096 cycles at 32 / 256
+  // keys against bitonic 4,292 / 10,489; at 512 rank 28,686 against 19,126.
+  // Variant build: p0.9 -4..-7 % (B = 1 fp32 25.3 -> 23.4 us).
   static constexpr int kRankSortMax = TOKENSIFT_PIVOT_RANK_SORT_MAX;
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's launches
@@ -133,23 +127,16 @@ struct PivotPolicy {
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
   static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this
   static constexpr int kRowCtaMinPCompactions = 8;  // min-p rows: list compactions before the gather takes over
-  // Iterations of the row whose lines go to L2 before the row's parameters
-  // are derived.  v26 set 2 (the first iteration then waited for the
-  // parameters); since v27 the first tau comes from a sample set before the
-  // stream and the prefetch only queues ahead of it: 0 measured 1-2 % faster
-  // than 2, 4 and 6 lost 4-18 % (variant builds at 08fd409).
-  static constexpr int kRowCtaPrefetchIters = TOKENSIFT_PIVOT_ROWCTA_PREFETCH;
   // The first whole iteration's loads issued with the sample, ahead of the
   // parameters' barrier and the first tau (held in registers across them).
   // Measured (variant of af60da4): bf16 k50 / min-p -1..-2 % at B = 256 and
   // 1024, fp32 even (within 1 %).
   static constexpr bool kRowCtaEarlyFirstLoad = TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD != 0;
-  // 16-bit logits and fp32 min-p rows (which load nothing ahead): whole
-  // iterations send the lines of the iteration this many past the last one
-  // requested to L2 (0: none).  Measured 1 (variant of af60da4): bf16 k50
-  // +2..+6 %, min-p +3..+5 %, fp32 min-p +7..+10 %: the prefetches compete
-  // with the demand loads instead of adding bytes in flight.
-  static constexpr int kRowCtaL2Ahead = TOKENSIFT_PIVOT_ROWCTA_L2_AHEAD;
+  // No L2 prefetch anywhere in this kernel: the first iterations' lines
+  // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
+  // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one
+  // iteration past the registers' (v28c, +2..+10 %) all queued ahead of
+  // demand loads; their knobs were removed after v28 (perf-notes).
 };
 
 // Chunks per row depend on V only (never on the batch), so a row's result and

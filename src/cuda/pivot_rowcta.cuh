@@ -194,23 +194,6 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
   }
 }
 
-// Sends `bytes` from p to L2, a 128-byte line per thread and step, spread
-// over the CTA's threads; lines, not registers.
-template <class Policy>
-__device__ __forceinline__ void prefetch_l2_lines(const void* p, int64_t bytes) {
-  const char* c = static_cast<const char*>(p);
-  for (int64_t off = (int64_t)threadIdx.x * 128; off < bytes; off += (int64_t)Policy::kThreads * 128)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + off));
-}
-
-// The first `iters` iterations' lines of a row (at most its length).
-template <class T, class Policy, int kPer>
-__device__ __forceinline__ void rowcta_prefetch_l2(const T* row, int32_t vocab, int iters) {
-  const int64_t row_bytes = (int64_t)vocab * (int64_t)sizeof(T);
-  const int64_t want = (int64_t)iters * Policy::kThreads * kPer * (int64_t)sizeof(T);
-  prefetch_l2_lines<Policy>(row, row_bytes < want ? row_bytes : want);
-}
-
 // kMinP: rows with min-p (any top-k and top-p); else top-k rows, k < kWarpList.
 template <class T, class Policy, bool kMinP>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
@@ -256,20 +239,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // (kRowCtaEarlyFirstLoad): its DRAM round trip then overlaps theirs
   // instead of following them.  The registers are held across the fits.
   constexpr bool kEarly = kAhead && Policy::kRowCtaEarlyFirstLoad;
-  // Whole iterations may also send the lines of the iteration kL2Ahead past
-  // the last one requested to L2 (kRowCtaL2Ahead), where the registers hold
-  // less than the stream needs in flight: 16-bit logits, whose iteration is
-  // 16 KB a CTA (one iteration ahead keeps ~32 KB in flight per SM; v27's
-  // trace streams bf16 rows at ~2.4 TB/s, 27.8 us for a B = 256 row where
-  // fp32's 32 KB iterations reach ~3.8 TB/s, while the loop issues ~3 us
-  // of instructions a row), and fp32 min-p rows, which load nothing ahead.
-  // A second register set does not fit: at 128 registers the bf16 top-k
-  // loop then spills that set and waits on its loads.
-  constexpr int kL2Ahead = sizeof(T) == 2 || !kAhead ? Policy::kRowCtaL2Ahead : 0;
-  // The lines of whole iteration `pv` (its first vector), to L2.
-  const auto prefetch_iteration = [&](int32_t pv) {
-    if (pv + kStep <= nvec) prefetch_l2_lines<Policy>(body + pv, (int64_t)kStep * 16);
-  };
   uint4 ahead[kUnroll];
   const auto load_ahead = [&](int32_t b) {
 #pragma unroll
@@ -286,9 +255,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // 1,024 scattered scalar loads per row cost the row ~5 us more than they
   // saved).
   // Thread 0's loads of the row's parameters go out first, ahead of the
-  // sample and the prefetches in the memory queue (behind them the
-  // parameters took 3.0 us, 1.9 without the prefetches: v26's trace); it
-  // derives the RowConfig after issuing its own share of those.
+  // sample and the first iteration in the memory queue (behind v26's L2
+  // prefetches the parameters took 3.0 us, 1.9 without them); it derives
+  // the RowConfig after issuing its own share of those.
   RowParamsRaw raw_params;
   if (threadIdx.x == 0) raw_params = load_row_params(a.params, row_id);
   float sample[4] = {-kInf, -kInf, -kInf, -kInf};
@@ -300,11 +269,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     for (int q = 0; q < 4; ++q) sample[q] = f[q * (kVec / 4)];
   }
   if (kEarly && kStep <= nvec) load_ahead(0);
-  // Optionally (kRowCtaPrefetchIters, 0 by default since v27: see the
-  // policy) the first iterations' lines go to L2 before the row's
-  // parameters are derived.  Lines, not registers: nothing is held across
-  // the barrier.
-  rowcta_prefetch_l2<T, Policy, kPer>(row, vocab, Policy::kRowCtaPrefetchIters);
   if (threadIdx.x == 0) row_cfg = derive_row_config(raw_params, vocab);
   __syncthreads();
   TS_ROWCTA_MARK(1);
@@ -396,11 +360,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) raw[u] = ahead[u];
         if (base + 2 * kStep <= nvec) load_ahead(base + kStep);
-        // And the lines kL2Ahead iterations further on go to L2, which
-        // deepens the stream's requests in flight without registers.
-        if constexpr (kL2Ahead > 0) prefetch_iteration(base + (1 + kL2Ahead) * kStep);
       } else if (kFull || !scalar) {
-        if constexpr (kFull && kL2Ahead > 0) prefetch_iteration(base + kL2Ahead * kStep);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
