@@ -51,17 +51,16 @@
 //
 // Loads: whole iterations read their 16-byte vectors one iteration ahead
 // into registers (the first with the sample, kRowCtaEarlyFirstLoad), two
-// iterations in flight per CTA at 2 CTAs an SM; fp32 min-p rows and 16-bit
-// rows at 64 logits a thread (kRowCtaItems16) load at the iteration's start
-// instead, where a second set spills.  The kernel's arguments are a
-// __grid_constant__ parameter: the out-of-line helpers take them by
-// reference, and without it every thread first copied the ~240-byte block
-// to local memory, whose traffic shared the L1 and the load queue with the
-// stream (v28: -16 % on fp32 top-k).  What did not pay, measured: lines
-// sent to L2 ahead of the stream (v26, v27e, v28c) and a cp.async ring of
-// shared memory for 16-bit rows (v29, branch next/rowcta-ring-async): a
-// bf16 iteration is bound by its own latency and its barrier, not by bytes
-// in flight (perf-notes).
+// iterations in flight per CTA at 2 CTAs an SM; fp32 min-p rows load at the
+// iteration's start instead, where a second set spills.  The kernel's
+// arguments are a __grid_constant__ parameter: the out-of-line helpers take
+// them by reference, and without it every thread first copied the ~240-byte
+// block to local memory, whose traffic shared the L1 and the load queue with
+// the stream (v28: -16 % on fp32 top-k).  What did not pay, measured: lines
+// sent to L2 ahead of the stream (v26, v27e, v28c), a cp.async ring of
+// shared memory for 16-bit rows (v29, branch next/rowcta-ring-async), and
+// 16-bit rows at 64 logits a thread without loads ahead (v30, +19-42 %): a
+// bf16 iteration waits on its own loads and barrier (perf-notes).
 //
 // Why the bits equal the chunked path's (BatchInvariant checks it): for a
 // top-k row with k < kWarpList and no min-p, every token at or above the
