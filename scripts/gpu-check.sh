@@ -5,6 +5,8 @@
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
 #                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace,sortprobe (default build,test,sanitize,bench)
+# rowctatrace: TRACE_VOCABS, and TRACE_VARIANT_FLAGS for a second trace
+# built with other knobs (rowcta-trace-variant.log).
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
 # test: GTEST_FILTER (gtest's own variable) runs part of the suite,
@@ -52,6 +54,15 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | t
 
 # The trace probe compiles on the CPU while the GPU runs the tests.
 if has rowctatrace; then rm -f /tmp/rowcta_trace; build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE & fi
+# TRACE_VARIANT_FLAGS: the same trace built with other policy knobs too (the
+# same-run baseline of a knob), run after the main one.
+build_trace_variant() {
+  # shellcheck disable=SC2086  # flag lists
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc ${BUILD_CUDA_FLAGS:-} \
+    -DTOKENSIFT_ROWCTA_TRACE $TRACE_VARIANT_FLAGS dev/rowcta_trace.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu \
+    -o /tmp/rowcta_trace_v 2>>"$OUT/probe-build.log"
+}
+if has rowctatrace && [ -n "${TRACE_VARIANT_FLAGS:-}" ]; then rm -f /tmp/rowcta_trace_v; build_trace_variant & fi
 if has splittrace; then rm -f /tmp/split_trace; build_probe split_trace -DTOKENSIFT_SPLIT_TRACE & fi
 
 if has build; then
@@ -103,6 +114,11 @@ if has rowctatrace; then
   wait
   [ -x /tmp/rowcta_trace ] || build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE || tail -20 "$OUT/probe-build.log"
   for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace $v 2>&1; done | tee "$OUT/rowcta-trace.log"
+  if [ -n "${TRACE_VARIANT_FLAGS:-}" ]; then
+    log "rowcta trace variant: $TRACE_VARIANT_FLAGS"
+    [ -x /tmp/rowcta_trace_v ] || build_trace_variant || tail -20 "$OUT/probe-build.log"
+    for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace_v $v 2>&1; done | tee "$OUT/rowcta-trace-variant.log"
+  fi
 fi
 
 if has splittrace; then

@@ -262,7 +262,7 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
   uint64_t v[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) v[r] = lane + 32 * r < n ? cand[lane + 32 * r] : 0ull;
-  warp_sort_desc64(v);
+  warp_sort_desc64<Policy::kCompactCode>(v);
   TS_MERGE_MARK(12);
   int valid_prefix = n;  // candidates that precede `next`
   if (!complete)
@@ -277,16 +277,28 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
   } else if (!cfg.p_active) {
     return undecided;
   }
-  auto weight = [&](int r) { return exp((double)contract::key_to_float(packed_key(v[r])) - (double)zmax); };
   int m = survivors;
   if (cfg.p_active) {
+    // Each position's mass, formed once (one exp site, rolled under
+    // kCompactCode: this code runs once per row and is fetched cold).
+    const auto weight = [&](uint64_t e) { return exp((double)contract::key_to_float(packed_key(e)) - (double)zmax); };
+    double w0 = 0, w1 = 0;
+    if constexpr (Policy::kCompactCode) {
+#pragma unroll 1
+      for (int r = 0; r < 2; ++r) {
+        const double x = weight(r == 0 ? v[0] : v[1]);
+        if (r == 0) w0 = x;
+        else w1 = x;
+      }
+    }
+    const auto wt = [&](int r) { return Policy::kCompactCode ? (r == 0 ? w0 : w1) : weight(v[r]); };
     double w_total;
     int limit;
     if (survivors >= 0) {
       double w = 0;
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        if (lane + 32 * r < survivors) w += weight(r);
+        if (lane + 32 * r < survivors) w += wt(r);
       w_total = warp_sum(w);
       limit = survivors;
     } else {  // W from the chunks' partial sums
@@ -299,8 +311,8 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
     }
     const double target = (double)cfg.top_p * w_total;
     // First position whose prefix mass reaches the target.
-    const double s0 = warp_inclusive_sum(lane < limit ? weight(0) : 0.0);
-    const double s1 = __shfl_sync(kFullMask, s0, 31) + warp_inclusive_sum(lane + 32 < limit ? weight(1) : 0.0);
+    const double s0 = warp_inclusive_sum(lane < limit ? wt(0) : 0.0);
+    const double s1 = __shfl_sync(kFullMask, s0, 31) + warp_inclusive_sum(lane + 32 < limit ? wt(1) : 0.0);
     const unsigned h0 = __ballot_sync(kFullMask, lane < limit && s0 >= target);
     const unsigned h1 = __ballot_sync(kFullMask, lane + 32 < limit && s1 >= target);
     if (h0) m = __ffs((int)h0);  // kept = first hit + 1
@@ -310,14 +322,24 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
   TS_MERGE_MARK(13);
   uint64_t best = 0;
   double w = 0;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (lane + 32 * r >= m) continue;
-    const float z = contract::key_to_float(packed_key(v[r]));
-    const uint32_t idx = packed_index(v[r]);
+  // The race over the kept prefix (two positions a lane).  Rolled under
+  // kCompactCode: the second position runs the first one's fetched code
+  // (Philox, two logs, the mass) instead of its own straight-line copy.
+  const auto race_one = [&](uint64_t e) {
+    const float z = contract::key_to_float(packed_key(e));
+    const uint32_t idx = packed_index(e);
     const uint64_t q = pack_order(contract::order_key(contract::race_score(z, cfg.seed, cfg.offset, idx)), idx);
     best = q > best ? q : best;
     if (want_mass) w += exp((double)z - (double)zmax);
+  };
+  if constexpr (Policy::kCompactCode) {
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r)
+      if (lane + 32 * r < m) race_one(r == 0 ? v[0] : v[1]);
+  } else {
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      if (lane + 32 * r < m) race_one(v[r]);
   }
   best = warp_max_u64(best);
   if (want_mass) w = warp_sum(w);  // the kept set's mass: the log-prob's only

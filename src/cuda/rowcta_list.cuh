@@ -16,14 +16,13 @@
 
 namespace tokensift::cuda_detail {
 
-// Keeps the buffer's top need..cap (exactly need on ties) and raises tau to
-// the cut: at most cap entries stay.  Call from all threads.
-template <class Policy>
-__device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau_sh, int need, int cap) {
-  constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
-  __syncthreads();
-  const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
-  if (n <= cap) return;
+// rowcta_compact's work on a list of n entries (cap < n <= kSlots x
+// kThreads) read kSlots to a thread.  The select sees the same keys at any
+// kSlots, and compact_list writes thread by thread, so a list that fits in
+// fewer slots gives the same cut and the same order with them.
+template <class Policy, int kSlots>
+__device__ __forceinline__ void rowcta_compact_slots(MergeSmem<Policy>& sm, uint64_t& tau_sh, int n, int need,
+                                                     int cap) {
   uint64_t v[kSlots];
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
@@ -47,14 +46,29 @@ __device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau
   __syncthreads();
 }
 
-// Min-p rows: keeps the buffer's tokens that pass min-p against cur_max (a
-// lower bound on the row's max, so every survivor stays).  Returns whether
-// the buffer now has room (under half full).
+// Keeps the buffer's top need..cap (exactly need on ties) and raises tau to
+// the cut: at most cap entries stay.  Call from all threads.  The final
+// compaction of a top-k row holds ~270 entries (tau aims at the top
+// kRowCtaAim): under kCompactCode it runs the 2-slot form, whose unrolled
+// slot loops are an eighth of the full buffer's (code run once per row is
+// fetched cold; pivot_policy.cuh).
 template <class Policy>
-__device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur_max, float ln_minp) {
+__device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau_sh, int need, int cap) {
   constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
   __syncthreads();
   const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
+  if (n <= cap) return;
+  if (Policy::kCompactCode && n <= 2 * Policy::kThreads) rowcta_compact_slots<Policy, 2>(sm, tau_sh, n, need, cap);
+  else rowcta_compact_slots<Policy, kSlots>(sm, tau_sh, n, need, cap);
+}
+
+// Min-p rows: keeps the buffer's tokens that pass min-p against cur_max (a
+// lower bound on the row's max, so every survivor stays).  Returns whether
+// the buffer now has room (under half full).  Lists of at most 2 x kThreads
+// (the final filter's, ~10 entries on the anchors' rows) take the 2-slot
+// form under kCompactCode; the same entries in the same order.
+template <class Policy, int kSlots>
+__device__ __forceinline__ int rowcta_filter_minp_slots(MergeSmem<Policy>& sm, int n, float cur_max, float ln_minp) {
   uint64_t v[kSlots];
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
@@ -63,7 +77,16 @@ __device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur
                ? sm.cand[i]
                : 0ull;
   }
-  const int kept = compact_list<Policy>(sm, v, [](uint64_t e) { return e != 0; });
+  return compact_list<Policy>(sm, v, [](uint64_t e) { return e != 0; });
+}
+template <class Policy>
+__device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur_max, float ln_minp) {
+  constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
+  __syncthreads();
+  const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
+  const int kept = Policy::kCompactCode && n <= 2 * Policy::kThreads
+                       ? rowcta_filter_minp_slots<Policy, 2>(sm, n, cur_max, ln_minp)
+                       : rowcta_filter_minp_slots<Policy, kSlots>(sm, n, cur_max, ln_minp);
   if (threadIdx.x == 0) sm.count = kept;
   __syncthreads();
   return kept <= Policy::kMergeCap / 2;
