@@ -262,7 +262,7 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
   uint64_t v[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) v[r] = lane + 32 * r < n ? cand[lane + 32 * r] : 0ull;
-  warp_sort_desc64<Policy::kCompactCode>(v);
+  warp_sort_desc64(v);
   TS_MERGE_MARK(12);
   int valid_prefix = n;  // candidates that precede `next`
   if (!complete)

@@ -61,9 +61,9 @@
 #ifndef TOKENSIFT_PIVOT_RANK_SORT_MAX
 #define TOKENSIFT_PIVOT_RANK_SORT_MAX 256
 #endif
-// Whether the once-per-row stages (the one-warp finish, the row-CTA
-// kernel's compactions and first tau) run rolled loops over few slots (1)
-// or fully unrolled code (0).  Same arithmetic in the same order either way.
+// Whether once-per-row stages (the one-warp race, the row-CTA kernel's
+// compactions and min-p filter) run in compact code (1) or fully unrolled
+// (0, v31's SASS).  Same arithmetic in the same order either way.
 #ifndef TOKENSIFT_PIVOT_COMPACT_CODE
 #define TOKENSIFT_PIVOT_COMPACT_CODE 1
 #endif
@@ -105,13 +105,15 @@ struct PivotPolicy {
   // keys against bitonic 4,292 / 10,489; at 512 rank 28,686 against 19,126.
   // Variant build: p0.9 -4..-7 % (B = 1 fp32 25.3 -> 23.4 us).
   static constexpr int kRankSortMax = TOKENSIFT_PIVOT_RANK_SORT_MAX;
-  // Code run once per row is fetched cold: the row-CTA trace (v31, fp32 k50
-  // B = 256) puts the one-warp sort at ~2,950 cycles for ~320 instructions
-  // and the race at ~2,550 for ~530, about 100 cycles per 256-byte line
-  // of straight-line code, where the arithmetic needs ~800 and ~600.  Those
-  // stages therefore run rolled loops (a loop body is fetched once) and
-  // lists of at most 2 x kThreads entries are compacted with 2 slots a
-  // thread instead of kMergeCap / kThreads (perf-notes v33).
+  // Code run once per row is fetched cold (Nsight Compute, row-CTA kernel
+  // at fp32 k50 B = 256: 31 % of warp stall samples are "no instruction").
+  // Under kCompactCode the one-warp race is a rolled loop (the second
+  // position runs the first one's fetched code; trace 1.28 -> 0.99 us), the
+  // top-p weights are formed once, and row-CTA lists of at most 2 x
+  // kThreads entries are compacted and min-p-filtered with 2 slots a thread
+  // instead of kMergeCap / kThreads (final compaction 2.65 -> 1.75 us).
+  // Rolled forms of the one-warp sort (1.46 -> 1.83 us) and of the first
+  // tau's two fits (1.66 -> 1.88) were slower and are not used (perf-notes v33).
   static constexpr bool kCompactCode = TOKENSIFT_PIVOT_COMPACT_CODE != 0;
   static constexpr int kFbMaxVocabBits = 20;  // fixed-point masses stay within 1.2e-7 of W up to V < 2^20
   static constexpr int kSplitCtas = 1024;     // persistent grid of the split fallback's launches

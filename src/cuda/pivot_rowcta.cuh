@@ -161,8 +161,6 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
   const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
   float bound = __builtin_huge_valf();
   ChunkStats r{};
-  // Rolled under kCompactCode (this runs once per row, fetched cold).
-#pragma unroll(Policy::kCompactCode ? 1 : 2)
   for (int fit = 0; fit < 2; ++fit) {
     ChunkStats st{-__builtin_huge_valf(), 0, 0, 0.0f, 0.0f};
 #pragma unroll

@@ -15,47 +15,27 @@ constexpr unsigned kFullMask = 0xffffffffu;
 
 // Bitonic sort, descending, of v[0..1] over the warp (64 positions; empty
 // slots hold 0 and end up last).  Keys are unique, so the order is total.
-// kRolled: the 21 steps as a loop (one body of ~30 instructions, fetched
-// once) instead of ~320 instructions of straight-line code, which a sort
-// run once per row fetches cold (pivot_policy.cuh, kCompactCode); the
-// same compare-exchanges in the same order.
-template <bool kRolled = false>
 __device__ __forceinline__ void warp_sort_desc64(uint64_t (&v)[2]) {
   const int lane = (int)(threadIdx.x & 31u);
-  const auto step = [&](int k, int j) {
-    if (j == 32) {  // partners in the same lane: position lane (lower) and lane + 32
-      const uint64_t hi = v[0] > v[1] ? v[0] : v[1], lo = v[0] > v[1] ? v[1] : v[0];
-      v[0] = hi;  // (lane & 64) == 0: a descending block, the lower position takes the max
-      v[1] = lo;
-    } else {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int p = lane + 32 * r;
-        const uint64_t other = __shfl_xor_sync(kFullMask, v[r], j);
-        const bool lower = (p & j) == 0;
-        const bool desc_block = (p & k) == 0;
-        const bool take_max = lower == desc_block;
-        v[r] = take_max ? (v[r] > other ? v[r] : other) : (v[r] < other ? v[r] : other);
-      }
-    }
-  };
-  if constexpr (kRolled) {
-    int k = 2, j = 1;
-#pragma unroll 1
-    for (int s = 0; s < 21; ++s) {  // (k, j): (2, 1), (4, 2), (4, 1), ..., (64, 1)
-      step(k, j);
-      if (j == 1) {
-        k <<= 1;
-        j = k >> 1;
+  for (int k = 2; k <= 64; k <<= 1) {
+#pragma unroll
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      if (j == 32) {  // partners in the same lane: position lane (lower) and lane + 32
+        const uint64_t hi = v[0] > v[1] ? v[0] : v[1], lo = v[0] > v[1] ? v[1] : v[0];
+        v[0] = hi;  // (lane & 64) == 0: a descending block, the lower position takes the max
+        v[1] = lo;
       } else {
-        j >>= 1;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int p = lane + 32 * r;
+          const uint64_t other = __shfl_xor_sync(kFullMask, v[r], j);
+          const bool lower = (p & j) == 0;
+          const bool desc_block = (p & k) == 0;
+          const bool take_max = lower == desc_block;
+          v[r] = take_max ? (v[r] > other ? v[r] : other) : (v[r] < other ? v[r] : other);
+        }
       }
-    }
-  } else {
-#pragma unroll
-    for (int k = 2; k <= 64; k <<= 1) {
-#pragma unroll
-      for (int j = k >> 1; j > 0; j >>= 1) step(k, j);
     }
   }
 }
