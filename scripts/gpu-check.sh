@@ -35,12 +35,13 @@ ncu_export() {
 }
 # A dev/ probe built against the library's headers: $1 the probe's name,
 # then extra nvcc flags (after BUILD_CUDA_FLAGS, so the probe sees the
-# library's knobs); the compiler's output appends to probe-build.log.
+# library's knobs); the compiler's output appends to probe-build.log; the
+# binary is /tmp/$name unless PROBE_OUT names another path.
 build_probe() {
   local name=$1; shift
   # shellcheck disable=SC2086  # BUILD_CUDA_FLAGS is a list of flags
   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc ${BUILD_CUDA_FLAGS:-} "$@" \
-    dev/$name.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o /tmp/$name 2>>"$OUT/probe-build.log"
+    dev/$name.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o "${PROBE_OUT:-/tmp/$name}" 2>>"$OUT/probe-build.log"
 }
 # The sampler benchmark alone, built in $1 with CUDA flags $2 (policy knobs),
 # its build log in $3.
@@ -57,10 +58,8 @@ if has rowctatrace; then rm -f /tmp/rowcta_trace; build_probe rowcta_trace -DTOK
 # TRACE_VARIANT_FLAGS: the same trace built with other policy knobs too (the
 # same-run baseline of a knob), run after the main one.
 build_trace_variant() {
-  # shellcheck disable=SC2086  # flag lists
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc ${BUILD_CUDA_FLAGS:-} \
-    -DTOKENSIFT_ROWCTA_TRACE $TRACE_VARIANT_FLAGS dev/rowcta_trace.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu \
-    -o /tmp/rowcta_trace_v 2>>"$OUT/probe-build.log"
+  # shellcheck disable=SC2086  # a flag list
+  PROBE_OUT=/tmp/rowcta_trace_v build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE $TRACE_VARIANT_FLAGS
 }
 if has rowctatrace && [ -n "${TRACE_VARIANT_FLAGS:-}" ]; then rm -f /tmp/rowcta_trace_v; build_trace_variant & fi
 if has splittrace; then rm -f /tmp/split_trace; build_probe split_trace -DTOKENSIFT_SPLIT_TRACE & fi
