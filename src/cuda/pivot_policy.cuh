@@ -68,6 +68,17 @@
 #define TOKENSIFT_PIVOT_COMPACT_CODE 1
 #endif
 
+// Whether the row-CTA kernel's last, partial iteration runs the whole
+// iterations' code with the vectors past the row read as -inf (1), or the
+// generic per-logit form (0, v33's SASS); and whether an iteration's offers
+// are a loop over its flagged vectors (1) or unrolled vector by vector (0).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_WHOLE_TAIL
+#define TOKENSIFT_PIVOT_ROWCTA_WHOLE_TAIL 1
+#endif
+#ifndef TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP
+#define TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -148,6 +159,15 @@ struct PivotPolicy {
   // Measured (variant of af60da4): bf16 k50 / min-p -1..-2 % at B = 256 and
   // 1024, fp32 even (within 1 %).
   static constexpr bool kRowCtaEarlyFirstLoad = TOKENSIFT_PIVOT_ROWCTA_EARLY_LOAD != 0;
+  // The row's last iteration (V = 129,280 fp32: 1,600 of its 2,048 vectors)
+  // ran the generic form, 32 per-logit tests and offers unrolled once per
+  // row, fetched cold (~30 % of the kernel's "no instruction" stall
+  // samples, Nsight Compute at efae2eb): under kRowCtaWholeTail it runs the
+  // whole form on -inf past the row, and only the scalar head and tail (one
+  // logit a thread each) stay per-logit.  Under kRowCtaOfferLoop the offers
+  // walk the flagged vectors in a loop (one copy of the 4- or 8-logit test).
+  static constexpr bool kRowCtaWholeTail = TOKENSIFT_PIVOT_ROWCTA_WHOLE_TAIL != 0;
+  static constexpr bool kRowCtaOfferLoop = TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP != 0;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
   // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one

@@ -14,8 +14,11 @@
 // pays for a vector when any lane flags it: with ~280 offers per row,
 // nearly every warp-iteration has one), and one with a -inf counts one by
 // one.  The loop runs in three forms: whole iterations at
-// temperature 1, whole iterations with a scale, and a generic one with a
-// per-logit mask for the row's end and its head and tail.
+// temperature 1, whole iterations with a scale (the row's last one too,
+// its vectors past the row read as -inf), and a per-logit step of two
+// logits a thread for the row's unaligned head and tail.  Code that runs
+// once per row is fetched cold: the last iteration in a per-logit form of
+// its own held ~30 % of the kernel's "no instruction" stalls (v34).
 //
 // The passes: a sample of 4 logits per thread spread over the row, loaded
 // first, gives a Gaussian first tau aimed at the row's top kRowCtaAim (the
@@ -238,11 +241,28 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // (kRowCtaEarlyFirstLoad): its DRAM round trip then overlaps theirs
   // instead of following them.  The registers are held across the fits.
   constexpr bool kEarly = kAhead && Policy::kRowCtaEarlyFirstLoad;
-  uint4 ahead[kUnroll];
-  const auto load_ahead = [&](int32_t b) {
+  // Under kRowCtaWholeTail the whole iterations run to the row's last
+  // vector: the last one's vectors past nvec read as -inf (no max, no
+  // eligible token, no offer), so that it runs the loop's code, not a
+  // per-logit form fetched once per row; the branch is uniform, and taken
+  // once per row.  A whole iteration's loads at b need b < nvec then, all
+  // of it in the row otherwise.
+  constexpr bool kWholeTail = Policy::kRowCtaWholeTail;
+  constexpr int32_t kAheadMin = kWholeTail ? 1 : kStep;  // vectors of the row from b for an iteration at b
+  const auto load_vectors = [&](uint4(&dst)[kUnroll], int32_t b) {
+    if (!kWholeTail || b + kStep <= nvec) {
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) ahead[u] = __ldcs(body + b + u * Policy::kThreads + (int32_t)threadIdx.x);
+      for (int u = 0; u < kUnroll; ++u) dst[u] = __ldcs(body + b + u * Policy::kThreads + (int32_t)threadIdx.x);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int32_t v = b + u * Policy::kThreads + (int32_t)threadIdx.x;
+        dst[u] = v < nvec ? __ldcs(body + v) : neg_inf_vector<T>();
+      }
+    }
   };
+  uint4 ahead[kUnroll];
+  const auto load_ahead = [&](int32_t b) { load_vectors(ahead, b); };
 
   // The first tau's sample (top-k rows): one 16-byte vector per thread,
   // the vectors spread evenly over the row, loaded before anything else, so
@@ -267,7 +287,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
 #pragma unroll
     for (int q = 0; q < 4; ++q) sample[q] = f[q * (kVec / 4)];
   }
-  if (kEarly && kStep <= nvec) load_ahead(0);
+  if (kEarly && kAheadMin <= nvec) load_ahead(0);
   if (threadIdx.x == 0) row_cfg = derive_row_config(raw_params, vocab);
   __syncthreads();
   TS_ROWCTA_MARK(1);
@@ -313,42 +333,51 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     }
     float my_zmax = -kInf, cur_max = -kInf;
     int minp_compactions = 0;  // block-uniform
-    // One iteration: kFull when every vector of it is in the row (no
-    // per-logit mask: most of the row), kUnit when the temperature is 1 (no
-    // scale).  The last iterations run the generic form, the head and tail
-    // (one logit per thread each) last of all.  Returns false after the
-    // scalar step.
+    // One iteration: kFull for the whole form (no per-logit mask: under
+    // kWholeTail every iteration, the last one's vectors past the row -inf;
+    // else the iterations wholly in the row), kUnit when the temperature is
+    // 1 (no scale).  The generic form takes the rest: the head and tail (one
+    // logit per thread each) last of all, and without kWholeTail the row's
+    // partial last iteration before them.  Returns false after the scalar
+    // step.
     auto iterate = [&](int32_t base, auto full_tag, auto unit_tag) {
       constexpr bool kFull = decltype(full_tag)::value;
       constexpr bool kUnit = decltype(unit_tag)::value;
-      const bool scalar = !kFull && base >= nvec;
+      // Under kWholeTail the generic form is the scalar step alone: two
+      // logits a thread (the head's and the tail's).
+      constexpr int kN = kFull || !kWholeTail ? kPer : 2;
+      const bool scalar = !kFull && (kWholeTail || base >= nvec);
       // Whole iterations keep the raw logits and take their max and min (on
       // packed pairs for 16-bit types, two logits per instruction); z is
       // formed logit by logit only in an iteration that offers or holds a
       // -inf.  Scaling is monotone (a correctly rounded division by T > 0),
       // so the iteration's largest and smallest z are its scaled max and
       // min: two divisions per iteration instead of one per logit.
-      float z[kPer];
+      float z[kN];
       uint32_t mask = kFull ? 0xffffffffu : 0u;
       uint4 raw[kUnroll];
       const auto widen = [&] {
+        if constexpr (kN == kPer) {
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
-          float f[kVec];
-          unpack_vector<T>(raw[u], f);
+          for (int u = 0; u < kUnroll; ++u) {
+            const int32_t v = base + u * Policy::kThreads + (int32_t)threadIdx.x;
+            float f[kVec];
+            unpack_vector<T>(raw[u], f);
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) z[u * kVec + k] = f[k];
-          if (!kFull) mask |= (v < nvec ? (1u << kVec) - 1u : 0u) << (u * kVec);
+            for (int k = 0; k < kVec; ++k) z[u * kVec + k] = f[k];
+            if (!kFull) mask |= (v < nvec ? (1u << kVec) - 1u : 0u) << (u * kVec);
+          }
         }
       };
       const auto to_z = [&] {  // whole iterations: widen and scale
-        widen();
-        if (!kUnit) {
+        if constexpr (kN == kPer) {
+          widen();
+          if (!kUnit) {
 #pragma unroll
-          for (int j = 0; j < kPer; ++j) {
-            const float sc = contract::scale(z[j], cfg.temperature);
-            z[j] = sc > -kInf ? sc : -kInf;
+            for (int j = 0; j < kPer; ++j) {
+              const float sc = contract::scale(z[j], cfg.temperature);
+              z[j] = sc > -kInf ? sc : -kInf;
+            }
           }
         }
       };
@@ -358,7 +387,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         // iteration's work and its barrier.
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) raw[u] = ahead[u];
-        if (base + 2 * kStep <= nvec) load_ahead(base + kStep);
+        if (base + kStep + kAheadMin <= nvec) load_ahead(base + kStep);
+      } else if (kFull && kWholeTail) {
+        load_vectors(raw, base);
       } else if (kFull || !scalar) {
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -368,7 +399,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         if (!kFull) widen();
       } else {
 #pragma unroll
-        for (int j = 0; j < kPer; ++j) z[j] = -kInf;
+        for (int j = 0; j < kN; ++j) z[j] = -kInf;
         if (hi < head) z[0] = to_float(row[hi]), mask |= 1u;
         if (ti < vocab) z[1] = to_float(row[ti]), mask |= 2u;
       }
@@ -415,7 +446,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < kPer; ++j) {
+        for (int j = 0; j < kN; ++j) {
           if (!(mask >> j & 1u)) {
             z[j] = -kInf;
             continue;
@@ -462,7 +493,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           dropped = rowcta_offer_vectors<T, Policy, kMinP, kUnit, kPer, kVec>(sm, raw, vflags, i0, tau, tau_f,
                                                                               cur_max, cfg.ln_minp, cfg.temperature);
         } else {
-          dropped = rowcta_offer<Policy, kMinP, kPer, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max,
+          dropped = rowcta_offer<Policy, kMinP, kN, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max,
                                                             cfg.ln_minp);
         }
       }
@@ -517,14 +548,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       return !scalar;
     };
     // The whole iterations from the first (tau is set before the stream),
-    // then the generic form until the scalar step.
+    // then the generic form until the scalar step (only the scalar step
+    // under kWholeTail).
     if (pass == 0) TS_ROWCTA_MARK(2);
     int32_t base = 0;
-    if (kAhead && kStep <= nvec && !(kEarly && pass == 0)) load_ahead(0);
+    if (kAhead && kAheadMin <= nvec && !(kEarly && pass == 0)) load_ahead(0);
     if (unit) {
-      for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::true_type{});
+      for (; base + kAheadMin <= nvec; base += kStep) iterate(base, std::true_type{}, std::true_type{});
     } else {
-      for (; base + kStep <= nvec; base += kStep) iterate(base, std::true_type{}, std::false_type{});
+      for (; base + kAheadMin <= nvec; base += kStep) iterate(base, std::true_type{}, std::false_type{});
     }
     while (iterate(base, std::false_type{}, std::false_type{})) base += kStep;
     TS_ROWCTA_MARK(3);

@@ -125,31 +125,77 @@ __device__ __forceinline__ uint32_t rowcta_offer(MergeSmem<Policy>& sm, const fl
 // its lanes flags that vector; it ran all kPer tests per lane when any lane
 // offered anything, which at ~280 offers per row was nearly every iteration
 // (~15 instructions per logit).
+template <class T, class Policy, bool kMinP, bool kUnit, int kVec>
+__device__ __forceinline__ uint32_t rowcta_offer_vector(MergeSmem<Policy>& sm, const uint4& raw, int u, int32_t i0,
+                                                        uint64_t tau, float tau_f, float cur_max, float ln_minp,
+                                                        float temperature) {
+  uint32_t dropped = 0;
+  float f[kVec];
+  unpack_vector<T>(raw, f);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    float z = f[k];
+    if (!kUnit) {
+      const float sc = contract::scale(z, temperature);
+      z = sc > -__builtin_huge_valf() ? sc : -__builtin_huge_valf();
+    }
+    const bool want = kMinP ? contract::passes_min_p(z, cur_max, ln_minp) : z >= tau_f;
+    if (want && z > -__builtin_huge_valf()) {
+      const uint32_t idx = (uint32_t)(i0 + (u * Policy::kThreads + (int)threadIdx.x) * kVec + k);
+      const uint64_t p = pack_order(contract::order_key(z), idx);
+      if (p >= tau) {
+        const int at = atomicAdd(&sm.count, 1);
+        if (at < Policy::kMergeCap) sm.cand[at] = p;
+        else dropped |= 1u << (u * kVec + k);
+      }
+    }
+  }
+  return dropped;
+}
 template <class T, class Policy, bool kMinP, bool kUnit, int kPer, int kVec>
 __device__ __forceinline__ uint32_t rowcta_offer_vectors(MergeSmem<Policy>& sm, const uint4 (&raw)[kPer / kVec],
                                                          uint32_t vflags, int32_t i0, uint64_t tau, float tau_f,
                                                          float cur_max, float ln_minp, float temperature) {
+  constexpr int kUnroll = kPer / kVec;
   uint32_t dropped = 0;
+  if constexpr (Policy::kRowCtaOfferLoop) {
+    // One copy of the vector's test, its vector picked by a select chain
+    // (indexing raw[] by a run-time u would put it in local memory).  A
+    // lane's flags are few (~280 offers a row), so the loop runs once or
+    // twice where the unrolled form fetched kUnroll copies.
+#pragma unroll 1
+    while (vflags) {
+      const int u = __ffs((int)vflags) - 1;
+      vflags &= vflags - 1u;
+      uint4 r = raw[0];
 #pragma unroll
-  for (int u = 0; u < kPer / kVec; ++u) {
-    if (!(vflags >> u & 1u)) continue;
-    float f[kVec];
-    unpack_vector<T>(raw[u], f);
+      for (int q = 1; q < kUnroll; ++q)
+        if (u == q) r = raw[q];
+      dropped |= rowcta_offer_vector<T, Policy, kMinP, kUnit, kVec>(sm, r, u, i0, tau, tau_f, cur_max, ln_minp,
+                                                                    temperature);
+    }
+  } else {
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      float z = f[k];
-      if (!kUnit) {
-        const float sc = contract::scale(z, temperature);
-        z = sc > -__builtin_huge_valf() ? sc : -__builtin_huge_valf();
-      }
-      const bool want = kMinP ? contract::passes_min_p(z, cur_max, ln_minp) : z >= tau_f;
-      if (want && z > -__builtin_huge_valf()) {
-        const uint32_t idx = (uint32_t)(i0 + (u * Policy::kThreads + (int)threadIdx.x) * kVec + k);
-        const uint64_t p = pack_order(contract::order_key(z), idx);
-        if (p >= tau) {
-          const int at = atomicAdd(&sm.count, 1);
-          if (at < Policy::kMergeCap) sm.cand[at] = p;
-          else dropped |= 1u << (u * kVec + k);
+    for (int u = 0; u < kUnroll; ++u) {
+      if (!(vflags >> u & 1u)) continue;
+      float f[kVec];
+      unpack_vector<T>(raw[u], f);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        float z = f[k];
+        if (!kUnit) {
+          const float sc = contract::scale(z, temperature);
+          z = sc > -__builtin_huge_valf() ? sc : -__builtin_huge_valf();
+        }
+        const bool want = kMinP ? contract::passes_min_p(z, cur_max, ln_minp) : z >= tau_f;
+        if (want && z > -__builtin_huge_valf()) {
+          const uint32_t idx = (uint32_t)(i0 + (u * Policy::kThreads + (int)threadIdx.x) * kVec + k);
+          const uint64_t p = pack_order(contract::order_key(z), idx);
+          if (p >= tau) {
+            const int at = atomicAdd(&sm.count, 1);
+            if (at < Policy::kMergeCap) sm.cand[at] = p;
+            else dropped |= 1u << (u * kVec + k);
+          }
         }
       }
     }

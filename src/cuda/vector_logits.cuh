@@ -42,6 +42,15 @@ __device__ __forceinline__ void unpack_vector<__half>(const uint4& r, float (&f)
   }
 }
 
+// A vector of -inf logits: what the row-CTA kernel's last whole iteration
+// reads past the row's body (-inf raises no max, counts as no eligible token
+// and is never offered).
+template <class T>
+__device__ __forceinline__ uint4 neg_inf_vector() {
+  constexpr uint32_t w = sizeof(T) == 4 ? 0xff800000u : std::is_same<T, __half>::value ? 0xfc00fc00u : 0xff80ff80u;
+  return make_uint4(w, w, w, w);
+}
+
 // The NaN-propagating max and the min of kUnroll vectors of 16-bit logits,
 // two at a time on the packed pairs (the max and min of the widened floats:
 // widening is exact), and each vector's max as a float (vmax): the offers
