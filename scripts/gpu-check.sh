@@ -56,12 +56,16 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | t
 # The trace probe compiles on the CPU while the GPU runs the tests.
 if has rowctatrace; then rm -f /tmp/rowcta_trace; build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE & fi
 # TRACE_VARIANT_FLAGS: the same trace built with other policy knobs too (the
-# same-run baseline of a knob), run after the main one.
-build_trace_variant() {
+# same-run baseline of a knob), run after the main one; sets of flags are
+# separated by '|', the i-th (from 0) built as /tmp/rowcta_trace_v<i>.
+IFS='|' read -r -a trace_vsets <<<"${TRACE_VARIANT_FLAGS:-}"
+build_trace_variant() {  # $1: the set's number
   # shellcheck disable=SC2086  # a flag list
-  PROBE_OUT=/tmp/rowcta_trace_v build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE $TRACE_VARIANT_FLAGS
+  PROBE_OUT=/tmp/rowcta_trace_v$1 build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE ${trace_vsets[$1]}
 }
-if has rowctatrace && [ -n "${TRACE_VARIANT_FLAGS:-}" ]; then rm -f /tmp/rowcta_trace_v; build_trace_variant & fi
+if has rowctatrace; then
+  for vi in "${!trace_vsets[@]}"; do rm -f "/tmp/rowcta_trace_v$vi"; build_trace_variant "$vi" & done
+fi
 if has splittrace; then rm -f /tmp/split_trace; build_probe split_trace -DTOKENSIFT_SPLIT_TRACE & fi
 
 if has build; then
@@ -113,11 +117,12 @@ if has rowctatrace; then
   wait
   [ -x /tmp/rowcta_trace ] || build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE || tail -20 "$OUT/probe-build.log"
   for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace $v 2>&1; done | tee "$OUT/rowcta-trace.log"
-  if [ -n "${TRACE_VARIANT_FLAGS:-}" ]; then
-    log "rowcta trace variant: $TRACE_VARIANT_FLAGS"
-    [ -x /tmp/rowcta_trace_v ] || build_trace_variant || tail -20 "$OUT/probe-build.log"
-    for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace_v $v 2>&1; done | tee "$OUT/rowcta-trace-variant.log"
-  fi
+  for vi in "${!trace_vsets[@]}"; do
+    log "rowcta trace variant $vi: ${trace_vsets[$vi]}"
+    [ -x /tmp/rowcta_trace_v$vi ] || build_trace_variant $vi || tail -20 "$OUT/probe-build.log"
+    sfx=$([ "$vi" = 0 ] && echo "" || echo "$vi")  # the first keeps its old name
+    for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace_v$vi $v 2>&1; done | tee "$OUT/rowcta-trace-variant$sfx.log"
+  done
 fi
 
 if has splittrace; then
