@@ -78,6 +78,10 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP
 #define TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP 1
 #endif
+// Whether fp32 min-p rows load one iteration ahead too (1; 0: v34's SASS).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32
+#define TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32 1
+#endif
 
 namespace tokensift::cuda_detail {
 
@@ -148,7 +152,7 @@ struct PivotPolicy {
   // v19b-v22): 246 / 190 us (v21b 246 / 202); not ahead at 3 CTAs per SM
   // (80 registers) 263 / 211, at 2 CTAs 249 / 222; ahead with 16 logits at
   // 3 CTAs 309 / 227; 4 CTAs per SM spill in the loop.  fp32 min-p rows
-  // never load ahead (they spill at 128 registers; pivot_rowcta.cuh).
+  // loaded ahead only from v35 (kRowCtaAheadMinP32: they spilled before v34).
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
@@ -168,6 +172,10 @@ struct PivotPolicy {
   // walk the flagged vectors in a loop (one copy of the 4- or 8-logit test).
   static constexpr bool kRowCtaWholeTail = TOKENSIFT_PIVOT_ROWCTA_WHOLE_TAIL != 0;
   static constexpr bool kRowCtaOfferLoop = TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP != 0;
+  // fp32 min-p rows load ahead as well: with v34's loop their kernel holds
+  // the second vector set without spilling (106 -> 128 registers, 0 B);
+  // v21 left them out when it spilled.
+  static constexpr bool kRowCtaAheadMinP32 = TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32 != 0;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
   // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one

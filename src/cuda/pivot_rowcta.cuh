@@ -54,8 +54,8 @@
 //
 // Loads: whole iterations read their 16-byte vectors one iteration ahead
 // into registers (the first with the sample, kRowCtaEarlyFirstLoad), two
-// iterations in flight per CTA at 2 CTAs an SM; fp32 min-p rows load at the
-// iteration's start instead, where a second set spills.  The kernel's
+// iterations in flight per CTA at 2 CTAs an SM (fp32 min-p rows too since
+// v35; before v34's smaller loop a second set spilled there).  The kernel's
 // arguments are a __grid_constant__ parameter: the out-of-line helpers take
 // them by reference, and without it every thread first copied the ~240-byte
 // block to local memory, whose traffic shared the L1 and the load queue with
@@ -232,10 +232,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // Whole iterations read their vectors one iteration ahead (kRowCtaAhead):
   // without it a CTA has one iteration's loads in flight and none during
   // its work and barrier (Nsight: 2.2 TB/s, warps mostly waiting on loads
-  // or the barrier, perf-notes v21).  Not for fp32 min-p rows: their
-  // extra 32 registers spill in that loop at the 2-CTA cap (v21: 26-40 %
-  // slower there, 5-20 % faster everywhere else).
-  constexpr bool kAhead = Policy::kRowCtaAhead && !(kMinP && sizeof(T) == 4);
+  // or the barrier, perf-notes v21).  fp32 min-p rows too since v35
+  // (kRowCtaAheadMinP32): until v34's smaller loop their extra 32
+  // registers spilled at the 2-CTA cap (v21: 26-40 % slower there).
+  constexpr bool kAhead = Policy::kRowCtaAhead && (!kMinP || sizeof(T) != 4 || Policy::kRowCtaAheadMinP32);
   // The first whole iteration's loads go out with the sample, before the
   // parameters' barrier and the first tau's fits, when the policy asks
   // (kRowCtaEarlyFirstLoad): its DRAM round trip then overlaps theirs
