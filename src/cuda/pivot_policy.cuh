@@ -70,8 +70,10 @@
 
 // Whether the row-CTA kernel's last, partial iteration runs the whole
 // iterations' code with the vectors past the row read as -inf (1), or the
-// generic per-logit form (0, v33's SASS); and whether an iteration's offers
-// are a loop over its flagged vectors (1) or unrolled vector by vector (0).
+// generic per-logit form (0, v33's); and whether an iteration's offers are a
+// loop over its flagged vectors (1) or unrolled vector by vector (0, v33's
+// form; both 0 gave v33's SASS until the unrolled form called the shared
+// per-vector helper after v35, which moved register allocation only).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_WHOLE_TAIL
 #define TOKENSIFT_PIVOT_ROWCTA_WHOLE_TAIL 1
 #endif

@@ -178,26 +178,8 @@ __device__ __forceinline__ uint32_t rowcta_offer_vectors(MergeSmem<Policy>& sm, 
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (!(vflags >> u & 1u)) continue;
-      float f[kVec];
-      unpack_vector<T>(raw[u], f);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        float z = f[k];
-        if (!kUnit) {
-          const float sc = contract::scale(z, temperature);
-          z = sc > -__builtin_huge_valf() ? sc : -__builtin_huge_valf();
-        }
-        const bool want = kMinP ? contract::passes_min_p(z, cur_max, ln_minp) : z >= tau_f;
-        if (want && z > -__builtin_huge_valf()) {
-          const uint32_t idx = (uint32_t)(i0 + (u * Policy::kThreads + (int)threadIdx.x) * kVec + k);
-          const uint64_t p = pack_order(contract::order_key(z), idx);
-          if (p >= tau) {
-            const int at = atomicAdd(&sm.count, 1);
-            if (at < Policy::kMergeCap) sm.cand[at] = p;
-            else dropped |= 1u << (u * kVec + k);
-          }
-        }
-      }
+      dropped |= rowcta_offer_vector<T, Policy, kMinP, kUnit, kVec>(sm, raw[u], u, i0, tau, tau_f, cur_max, ln_minp,
+                                                                    temperature);
     }
   }
   return dropped;
