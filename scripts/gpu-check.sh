@@ -5,10 +5,10 @@
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
 #                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace,sortprobe (default build,test,sanitize,bench)
-# rowctatrace: TRACE_VOCABS, and TRACE_VARIANT_FLAGS for a second trace
-# built with other knobs (rowcta-trace-variant.log).
+# rowctatrace: TRACE_VOCABS, and TRACE_VARIANT_FLAGS for more traces built
+# with other knobs ('|'-separated sets: rowcta-trace-variant{,1,2,...}.log).
 # profile: Nsight Compute, every section and per-line stall samples (clocks
-# left alone), of the pivot kernel for PROFILE_SPECS (batch:case ...).
+# left alone), of the pivot kernel for PROFILE_SPECS (batch:case[:dtype] ...).
 # test: GTEST_FILTER (gtest's own variable) runs part of the suite,
 # TEST_TIMEOUT (default 420 s) bounds it, and a timeout stops the script (a
 # hung kernel would hang every later step).  sanitize: SAN_FILTER (default:
