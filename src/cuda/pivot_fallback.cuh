@@ -440,10 +440,80 @@ struct FallbackRow {
     return pack_order(kappa, tie_cut(kappa, 0, take));
   }
 
+  // Per pivot, the fixed-point mass (the histogram path's weights, integer
+  // sums) of eligible tokens with packed order >= cut whose key is >= pivot[q].
+  __device__ void above_fixed(const uint32_t (&pivot)[3], uint64_t cut, float scale, uint64_t (&res)[3]) {
+    uint64_t acc[3] = {0, 0, 0};
+    stream_strided([&](int32_t i, float x) {
+      const float z = z_of(x);
+      if (!eligible(z)) return;
+      const uint32_t k = contract::order_key(z);
+      if (pack_order(k, (uint32_t)i) < cut) return;
+      const uint64_t w = fixed_weight(z, scale);
+#pragma unroll
+      for (int q = 0; q < 3; ++q)
+        if (k >= pivot[q]) acc[q] += w;
+    });
+#pragma unroll
+    for (int q = 0; q < 3; ++q) res[q] = block_sum_u64(acc[q]);
+  }
+
+  // The generic top-p search in the histogram path's arithmetic (V below
+  // 2^kFbMaxVocabBits): fixed-point weights summed as integers, and the kept
+  // count is the first in the contract's order whose prefix, as a double,
+  // reaches p W, W the integer total; exactly what the histogram path
+  // (find_boundary, resolve_list) and the split fallback compute.  So a row
+  // gets one kept count from any of them, whichever grid or bin overflow
+  // sent it here (pivot_merge.cuh, top_p_clear, relies on it).
+  __device__ uint64_t generic_top_p_fixed(uint64_t cut, const RowConfig& cfg) {
+    const uint32_t lo_key = 0x00800000u;
+    const float scale = fixed_scale();
+    uint64_t wsum = 0;
+    stream_strided([&](int32_t i, float x) {
+      const float z = z_of(x);
+      if (eligible(z) && pack_order(contract::order_key(z), (uint32_t)i) >= cut) wsum += fixed_weight(z, scale);
+    });
+    const double target = (double)cfg.top_p * (double)block_sum_u64(wsum);
+    // Largest key kappa whose mass at or above it reaches the target.
+    uint32_t lo = lo_key, hi = contract::order_key(zmax);
+    while (lo < hi) {
+      const uint64_t span = (uint64_t)hi - lo;
+      uint32_t pivot[3];
+#pragma unroll
+      for (int q = 0; q < 3; ++q) pivot[q] = lo + (uint32_t)((span * (q + 1) + 3) / 4);
+      uint64_t m[3];
+      above_fixed(pivot, cut, scale, m);
+      uint32_t new_lo = lo, new_hi = hi;
+#pragma unroll
+      for (int q = 0; q < 3; ++q) {
+        if ((double)m[q] >= target) new_lo = max(new_lo, pivot[q]);
+        else new_hi = min(new_hi, pivot[q] - 1);
+      }
+      lo = new_lo;
+      hi = max(new_hi, lo);
+    }
+    const uint32_t kappa = lo;
+    const uint32_t piv[3] = {kappa + 1, kappa, kappa};
+    uint64_t m[3];
+    double c[3];
+    above_fixed(piv, cut, scale, m);
+    above<false>(piv, cut, c);
+    const uint64_t above_m = m[0];
+    const uint64_t q = fixed_weight(contract::key_to_float(kappa), scale);
+    const int ties = (int)(c[1] - c[0]);
+    // The fewest ties (index order) whose prefix reaches the target.
+    int take = q > 0 ? (int)ceil((target - (double)above_m) / (double)q) : ties;
+    take = max(1, min(take, ties));
+    while (take > 1 && (double)(above_m + (uint64_t)(take - 1) * q) >= target) --take;
+    while (take < ties && (double)(above_m + (uint64_t)take * q) < target) ++take;
+    return pack_order(kappa, tie_cut(kappa, cut, take));
+  }
+
   __device__ uint64_t generic_top_p(uint64_t cut, const RowConfig& cfg) {
 #ifdef TOKENSIFT_FB_TRACE
     if (threadIdx.x == 0) printf("fallback: generic top-p\n");
 #endif
+    if (bits_of(vocab) <= Policy::kFbMaxVocabBits) return generic_top_p_fixed(cut, cfg);
     const uint32_t lo_key = 0x00800000u;
     double wsum = 0;
     stream_strided([&](int32_t i, float x) {

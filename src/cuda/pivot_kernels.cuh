@@ -92,15 +92,22 @@ cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_s
 }
 
 template <class T>
-cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, bool may_split, cudaStream_t stream) {
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, cudaStream_t stream) {
   const dim3 grid((unsigned)a.rows), block(PivotPolicy::kThreads);
-  if (!min_p) {
-    rowcta_topk_kernel<T, PivotPolicy, false><<<grid, block, 0, stream>>>(a);
-    return cudaGetLastError();
+  switch (kind) {
+    case kRowCtaTopK:
+      rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopK><<<grid, block, 0, stream>>>(a);
+      return cudaGetLastError();
+    case kRowCtaMinP:
+      rowcta_topk_kernel<T, PivotPolicy, kRowCtaMinP><<<grid, block, 0, stream>>>(a);
+      break;
+    default:
+      rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopP><<<grid, block, 0, stream>>>(a);
+      break;
   }
-  rowcta_topk_kernel<T, PivotPolicy, true><<<grid, block, 0, stream>>>(a);
   // Min-p rows with top-p and no top-k whose survivors overflow the merge's
-  // buffer are deferred to the split fallback, as on the chunked path.
+  // buffer, and top-p rows whose boundary the list misses or does not clear
+  // of the band, are deferred to the split fallback, as on the chunked path.
   if (may_split) launch_split_fallback<T>(a, stream);
   return cudaGetLastError();
 }

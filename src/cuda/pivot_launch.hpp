@@ -13,10 +13,17 @@ namespace tokensift::cuda_detail {
 template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream);
 
-// The row-CTA kernel, one CTA per row (pivot_rowcta.cuh): only for calls
-// whose rows are all min-p rows (min_p) or all top-k rows with k <
-// kWarpList and no min-p.
+// The row kinds of a row-CTA call (scalar parameters: every row of the call
+// is of one kind).
+enum RowCtaKind : int {
+  kRowCtaTopK = 0,  // top-k rows, k < kWarpList, no min-p (any top-p)
+  kRowCtaMinP = 1,  // min-p rows (any top-k and top-p)
+  kRowCtaTopP = 2,  // top-p rows without top-k or min-p, no log-probs asked for
+};
+
+// The row-CTA kernel, one CTA per row (pivot_rowcta.cuh), for calls whose
+// rows are all of one RowCtaKind; then the split fallback when may_split.
 template <class T>
-cudaError_t launch_rowcta_kernel(const PivotArgs& a, bool min_p, bool may_split, cudaStream_t stream);
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, cudaStream_t stream);
 
 }  // namespace tokensift::cuda_detail

@@ -115,6 +115,7 @@ struct MergeSmem {
   uint64_t uval;
   int count;
   int ival;
+  int robust;  // decide_from_list: the top-p boundary is clear of the band
 };
 
 // Writes the entries of v (one per slot row, as the caller read them from
@@ -174,6 +175,24 @@ __device__ __forceinline__ void write_result(const SampleOutputs& o, int64_t row
   if (o.row_status) o.row_status[row] = r.status;
   if (o.logprobs) o.logprobs[row] = r.logprob;
   if (o.kept_counts) o.kept_counts[row] = r.kept;
+}
+
+// Top-p rows without top-k or min-p decide from their list only when the
+// boundary is clear of the contract's band by a margin that covers both the
+// band (1e-6) and the error of the W they divide by (the chunks' fp32 partial
+// sums, or the row-CTA kernel's streamed sum: a few 1e-6 relative, plus, at
+// T != 1, the row-CTA kernel's scaling of differences instead of each z,
+// ~1.2e-7 |zmax|).  Clear: the prefix before the kept count is below
+// p W (1 - margin) and the prefix through it at or above p W (1 + margin),
+// so the row is outside the band and its kept count is the contract's own.
+// Any other row (every band row among them) goes to the fixed-point path
+// (the split fallback, or the merging CTA's fallback), whose integer sums
+// give one answer whatever the path or the split; so the chunked kernel and
+// the row-CTA kernel's top-p rows keep the same count on every row.
+__device__ __forceinline__ bool top_p_only(const RowConfig& cfg) { return cfg.p_active && !cfg.k_active && !cfg.m_active; }
+__device__ __forceinline__ bool top_p_clear(double before, double through, double target, float zmax) {
+  const double margin = 1e-5 + 2e-7 * fabs((double)zmax);
+  return before < target * (1.0 - margin) && through >= target * (1.0 + margin);
 }
 
 struct ListDecision {
@@ -243,10 +262,17 @@ __device__ ListDecision decide_from_list(MergeSmem<Policy>& sm, int n, bool comp
     const int first = typename MergeSmem<Policy>::ReduceInt(sm.temp.i32).Reduce(hit, MinInt{});
     if (threadIdx.x == 0) sm.ival = first;
     __syncthreads();
-    if (sm.ival != 0x7fffffff) return {true, sm.ival + 1};
+    const int at = sm.ival;
+    if (at != 0x7fffffff) {
+      if (!top_p_only(cfg)) return {true, at + 1};
+      // The thread holding the boundary judges whether it is clear of the band.
+      if (j == at) sm.robust = top_p_clear(carry + incl - w, carry + incl, target, zmax);
+      __syncthreads();
+      return {sm.robust != 0, at + 1};
+    }
     carry += tile_total;
   }
-  if (survivors >= 0) return {true, survivors};  // rounding: the whole set is the prefix
+  if (survivors >= 0 && !top_p_only(cfg)) return {true, survivors};  // rounding: the whole set is the prefix
   return {false, 0};
 }
 
@@ -256,7 +282,7 @@ __device__ ListDecision decide_from_list(MergeSmem<Policy>& sm, int n, bool comp
 template <class Policy>
 __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool complete, uint64_t next,
                                                const RowConfig& cfg, float zmax, const ChunkSummary* sum,
-                                               int chunks, bool want_mass) {
+                                               int chunks, bool want_mass, double row_mass = -1.0) {
   const int lane = (int)(threadIdx.x & 31u);
   const WarpListResult undecided{0, 0, -1, 0.0};
   uint64_t v[2];
@@ -301,6 +327,9 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
         if (lane + 32 * r < survivors) w += wt(r);
       w_total = warp_sum(w);
       limit = survivors;
+    } else if (row_mass >= 0.0) {  // W streamed by the row-CTA kernel
+      w_total = row_mass;
+      limit = valid_prefix;
     } else {  // W from the chunks' partial sums
       double w = 0;
       for (int c = lane; c < chunks; c += 32) {
@@ -317,7 +346,14 @@ __device__ WarpListResult warp_decide_and_race(const uint64_t* cand, int n, bool
     const unsigned h1 = __ballot_sync(kFullMask, lane + 32 < limit && s1 >= target);
     if (h0) m = __ffs((int)h0);  // kept = first hit + 1
     else if (h1) m = 32 + __ffs((int)h1);
-    else if (survivors < 0) return undecided;  // rounding: with survivors, the whole set is the prefix
+    else if (survivors < 0 || top_p_only(cfg)) return undecided;  // rounding: with survivors, the whole set is the prefix
+    if (top_p_only(cfg)) {  // the boundary must be clear of the band (top_p_clear)
+      const int pos = m - 1, src = pos & 31;
+      const bool second = pos >= 32;  // uniform
+      const double through = __shfl_sync(kFullMask, second ? s1 : s0, src);
+      const double w_at = __shfl_sync(kFullMask, second ? wt(1) : wt(0), src);
+      if (!top_p_clear(through - w_at, through, target, zmax)) return undecided;
+    }
   }
   TS_MERGE_MARK(13);
   uint64_t best = 0;
@@ -370,11 +406,14 @@ __device__ __forceinline__ double row_chunk_mass(MergeSmem<Policy>& sm, const Ch
 template <class T, class Policy>
 __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
                                                      MergeSmem<Policy>& sm, FallbackSmem<Policy>& fsm,
-                                                     bool use_list, uint64_t row_next, float zmax) {
+                                                     bool use_list, uint64_t row_next, float zmax,
+                                                     double row_mass = -1.0) {
   const ChunkSummary* sum = a.summaries + row_id * a.chunks;
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const float kNan = __int_as_float(0x7fffffff);
-  auto chunk_mass = [&]() { return row_chunk_mass<Policy>(sm, sum, a.chunks, zmax); };
+  // W over every eligible token: the row-CTA kernel's streamed sum (top-p
+  // rows, row_mass >= 0), else the chunks' partial sums.
+  auto chunk_mass = [&]() { return row_mass >= 0.0 ? row_mass : row_chunk_mass<Policy>(sm, sum, a.chunks, zmax); };
   TS_MERGE_MARK(2);
   ListDecision d{};
   WarpListResult wl{0, 0, -1, 0.0};  // the one-warp finish's result, when it ran and decided
@@ -437,7 +476,7 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
     if (n <= Policy::kWarpList && !cfg.m_active) {
       if (threadIdx.x < 32) {
         const WarpListResult r = warp_decide_and_race<Policy>(sm.cand, n, whole, bound, cfg, zmax, sum, a.chunks,
-                                                                      a.out.logprobs != nullptr);
+                                                                      a.out.logprobs != nullptr, row_mass);
         if (threadIdx.x == 0) sm.wres = r;
       }
       __syncthreads();

@@ -85,6 +85,12 @@
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32 1
 #endif
 
+// Whether scalar top-p-only calls without log-probs take the row-CTA kernel
+// from kRowCtaMinRows rows (1), or the chunked kernel (0, v35's choice).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_TOP_P
+#define TOKENSIFT_PIVOT_ROWCTA_TOP_P 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -178,6 +184,11 @@ struct PivotPolicy {
   // the second vector set without spilling (106 -> 128 registers, 0 B);
   // v21 left them out when it spilled.
   static constexpr bool kRowCtaAheadMinP32 = TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32 != 0;
+  // Top-p rows without top-k or min-p (no log-probs) on the row-CTA kernel
+  // (v36): one stream per row that also sums W, instead of 32 chunk CTAs
+  // with their statistics, guess, summary and ticket each (p0.9 at B = 256
+  // was 4.3-13x the floor there).
+  static constexpr bool kRowCtaTopP = TOKENSIFT_PIVOT_ROWCTA_TOP_P != 0;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
   // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one

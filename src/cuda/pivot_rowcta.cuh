@@ -52,6 +52,21 @@
 // the split launches after this kernel) takes the row, as on the chunked
 // path.
 //
+// Top-p rows without top-k or min-p (kRowCtaTopP; calls that ask for no
+// log-probs) list like top-k rows, the row's top kPreselect / 4 ..
+// kPreselect (what the chunked merge keeps after its pre-selection), and the
+// stream also sums W = sum exp(z - zmax) (RowCtaMass: one ex2 per logit
+// against the thread's running max).  decide_and_draw decides from the list
+// with that W only when the boundary is clear of the contract's band by more
+// than W's error (top_p_clear, pivot_merge.cuh); the chunked merge applies
+// the same rule to its own W, and every other row, band rows included, goes
+// to the split fallback's integer fixed-point sums, which give one kept
+// count whatever path or split sent the row there.  So token, status and
+// kept count equal the chunked path's; the log-prob would not (another W),
+// hence no log-probs here.  A row whose boundary lies past the list (a
+// kept set of thousands) is deferred to the split launches as on the
+// chunked path.
+//
 // Loads: whole iterations read their 16-byte vectors one iteration ahead
 // into registers (the first with the sample, kRowCtaEarlyFirstLoad), two
 // iterations in flight per CTA at 2 CTAs an SM (fp32 min-p rows too since
@@ -84,6 +99,7 @@
 #include <type_traits>
 
 #include "cuda/pivot_chunk.cuh"
+#include "cuda/pivot_launch.hpp"
 #include "cuda/pivot_merge.cuh"
 #include "cuda/rowcta_list.cuh"
 #include "cuda/vector_logits.cuh"
@@ -138,8 +154,9 @@ __device__ int rowcta_info[kRowCtaTraceRows][4];
 // most of the kernel's code) do not crowd the streaming loop's.
 template <class T, class Policy>
 __device__ __noinline__ RowResult rowcta_finish(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
-                                                PivotSmem<Policy>& smem, bool use_list, uint64_t next, float zmax) {
-  return decide_and_draw<T, Policy>(a, row_id, cfg, smem.merge, smem.fallback, use_list, next, zmax);
+                                                PivotSmem<Policy>& smem, bool use_list, uint64_t next, float zmax,
+                                                double row_mass) {
+  return decide_and_draw<T, Policy>(a, row_id, cfg, smem.merge, smem.fallback, use_list, next, zmax, row_mass);
 }
 
 // The first tau from a sample of the row (4 logits per thread): the row's top
@@ -196,9 +213,42 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
   }
 }
 
-// kMinP: rows with min-p (any top-k and top-p); else top-k rows, k < kWarpList.
-template <class T, class Policy, bool kMinP>
+// Streams, for top-p rows (kRowCtaTopP), each thread's share of W = the sum
+// of exp(z - zmax): relative to the thread's running raw max m (acc rescaled
+// in double when m rises), exp((x - m) / T) as one ex2 of (x - m) *
+// (log2 e / T), an iteration's terms summed in fp32 and added in double.
+// Error (relative to W): ex2.approx 2^-22, the argument's two roundings times
+// its size (at most ~1.3e-7 x log2 V summed over the row, since
+// sum w |log2 w| <= W log2 V), 31 fp32 additions 1.9e-6, and at T != 1 the
+// distance between (x - m) / T and z - zmax (each z rounded on its own),
+// 6e-8 (2 |zmax| + ln V): inside top_p_clear's margin (pivot_merge.cuh).
+struct RowCtaMass {
+  double acc = 0.0;
+  float m = -__builtin_huge_valf();  // raw reference of acc
+  __device__ __forceinline__ void rebase(float mx, double inv_t) {
+    if (mx > m && mx < __builtin_huge_valf()) {
+      if (m > -__builtin_huge_valf()) acc *= exp(((double)m - (double)mx) * inv_t);
+      m = mx;
+    }
+  }
+  __device__ __forceinline__ bool ready() const { return m > -__builtin_huge_valf() && m < __builtin_huge_valf(); }
+  static __device__ __forceinline__ float ex2(float v) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+  }
+  __device__ __forceinline__ float term(float x, float c) const { return ex2(__fmul_rn(__fsub_rn(x, m), c)); }
+  // The thread's W relative to the row's raw max (block-summed by the caller).
+  __device__ __forceinline__ double relative_to(float xmax, double inv_t) const {
+    return ready() ? acc * exp(((double)m - (double)xmax) * inv_t) : 0.0;
+  }
+};
+
+// kKind: a RowCtaKind (pivot_launch.hpp).
+template <class T, class Policy, int kKind>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
+  constexpr bool kMinP = kKind == kRowCtaMinP;
+  constexpr bool kTopP = kKind == kRowCtaTopP;
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
@@ -300,8 +350,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   }
 #endif
   const RowConfig cfg = row_cfg;
-  const int need = cfg.top_k;
+  // Top-p rows keep the list the chunked merge decides from after its
+  // pre-selection: the top kPreselect / 4 .. kPreselect tokens.
+  const int need = kTopP ? Policy::kPreselect / 4 : cfg.top_k;
+  constexpr int kCap = kTopP ? Policy::kPreselect : Policy::kWarpList;
   const bool unit = cfg.temperature == 1.0f;
+  [[maybe_unused]] const double inv_t = 1.0 / (double)cfg.temperature;
+  [[maybe_unused]] const float mass_c = (float)(1.4426950408889634 * inv_t);  // log2 e / T
+  __shared__ double row_mass_sh;
 
   for (int pass = 0; pass < 2; ++pass) {
     // Pass 1 (rare) restarts from the bottom when tau overshot; every thread
@@ -333,6 +389,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     }
     float my_zmax = -kInf, cur_max = -kInf;
     int minp_compactions = 0;  // block-uniform
+    [[maybe_unused]] RowCtaMass mass;  // top-p rows: this thread's share of W
     // One iteration: kFull for the whole form (no per-logit mask: under
     // kWholeTail every iteration, the last one's vectors past the row -inf;
     // else the iterations wholly in the row), kUnit when the temperature is
@@ -431,6 +488,20 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
           }
         }
         raw_max = max_nan(raw_max, it_max);
+        if constexpr (kTopP) {
+          mass.rebase(it_max, inv_t);
+          if (mass.ready()) {
+            float s = 0.0f;
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) {
+              float f[kVec];
+              unpack_vector<T>(raw[u], f);
+#pragma unroll
+              for (int k = 0; k < kVec; ++k) s += mass.term(f[k], mass_c);
+            }
+            mass.acc += (double)s;
+          }
+        }
         if (!kUnit) {
           it_max = contract::scale(it_max, cfg.temperature);
           it_min = contract::scale(it_min, cfg.temperature);
@@ -452,6 +523,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
             continue;
           }
           raw_max = max_nan(raw_max, z[j]);
+          if constexpr (kTopP) {
+            mass.rebase(z[j], inv_t);
+            if (mass.ready() && z[j] > -kInf) mass.acc += (double)mass.term(z[j], mass_c);
+          }
           const float sc = contract::scale(z[j], cfg.temperature);
           z[j] = sc > -kInf ? sc : -kInf;
           it_max = max_nan(it_max, z[j]);
@@ -521,7 +596,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
             tau = tau_sh;
           }
         } else {
-          rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
+          rowcta_compact<Policy>(sm, tau_sh, need, kCap);
           tau = tau_sh;
           tau_f = contract::key_to_float(packed_key(tau));
         }
@@ -568,6 +643,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       const ChunkStats r = typename ChunkSmem<Policy>::Reduce(stats_temp).Reduce(st, ChunkStatsOp{});
       if (threadIdx.x == 0) stats_sh = r;
       __syncthreads();
+      if constexpr (kTopP) {
+        // W relative to the row's raw max (a bad row's W is never read).
+        const float xmax = stats_sh.xmax;
+        const double w = xmax > -kInf && xmax < kInf ? mass.relative_to(xmax, inv_t) : 0.0;
+        const double t = typename MergeSmem<Policy>::ReduceF64(sm.temp.f64).Sum(w);
+        if (threadIdx.x == 0) row_mass_sh = t;
+        __syncthreads();
+      }
     }
     // Enough listed (at least k, or every eligible token), or a bad row: done.
     if (kMinP || !(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
@@ -609,12 +692,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         if (use_list) rowcta_filter_minp<Policy>(sm, zmax, cfg.ln_minp);
         next = 0ull;
       } else {
-        if (sm.count > Policy::kWarpList) rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
+        // Top-p rows leave a list over kPreselect to decide_and_draw's own
+        // pre-selection, as the chunked merge does.
+        if (!kTopP && sm.count > Policy::kWarpList) rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
         __syncthreads();
         next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
       }
       TS_ROWCTA_MARK(5);
-      r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, use_list, next, zmax);
+      r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, use_list, next, zmax, kTopP ? row_mass_sh : -1.0);
       TS_ROWCTA_MARK(6);
     }
   }

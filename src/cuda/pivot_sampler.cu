@@ -56,18 +56,30 @@ struct PivotLayout {
 
 size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
 
-// Large batches whose every row is a min-p row, or a top-k row with k <
-// kWarpList and no min-p, by scalar parameters: one CTA streams each row
-// (pivot_rowcta.cuh).  Such rows end in the same decision on the same
-// sorted list on either path (the row's min-p survivors; the row's top k),
-// so the choice, made from the batch size, cannot change a row's result.  Per-row filter arrays keep the chunked kernel (seeds and
-// offsets may be per row: they do not change a row's path).
-static bool rowcta_applies(const LogitsView& logits, const SamplingParams& p) {
-  if (logits.rows < PivotPolicy::kRowCtaMinRows) return false;
-  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
-  if (contract::is_greedy_temperature(p.temperature.value)) return false;
-  if (p.min_p.value > 0.0f) return true;  // min-p rows, with any top-k and top-p
-  return p.top_k.value > 0 && p.top_k.value < PivotPolicy::kWarpList && (int64_t)p.top_k.value < logits.vocab;
+// Large batches whose every row is a min-p row, a top-k row with k <
+// kWarpList and no min-p, or (without log-probs, V < 2^kFbMaxVocabBits) a
+// top-p row without top-k or min-p, by scalar parameters: one CTA streams
+// each row (pivot_rowcta.cuh).  Top-k and min-p rows end in the same
+// decision on the same sorted list on either path (the row's top k; its
+// min-p survivors); top-p rows keep the same count because both paths decide
+// from their list only when the boundary is clear of the band and send every
+// other row to the fixed-point arithmetic of the split fallback
+// (pivot_merge.cuh, top_p_clear), so the token, status and kept count do not
+// depend on the path.  Their log-probs would (W summed in another order), so
+// calls that ask for them keep the chunked kernel.  Per-row filter arrays
+// keep the chunked kernel too (seeds and offsets may be per row: they do not
+// change a row's path).  Returns the kind, or -1.
+static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const SampleOutputs& out) {
+  if (logits.rows < PivotPolicy::kRowCtaMinRows) return -1;
+  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return -1;
+  if (contract::is_greedy_temperature(p.temperature.value)) return -1;
+  if (p.min_p.value > 0.0f) return kRowCtaMinP;  // min-p rows, with any top-k and top-p
+  const bool k_on = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
+  if (k_on) return p.top_k.value < PivotPolicy::kWarpList ? kRowCtaTopK : -1;
+  if (PivotPolicy::kRowCtaTopP && p.top_p.value < 1.0f && out.logprobs == nullptr &&
+      split_vocab_ok<PivotPolicy>(logits.vocab))
+    return kRowCtaTopP;
+  return -1;
 }
 
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
@@ -112,14 +124,15 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   const bool may_split = split_vocab_ok<PivotPolicy>(logits.vocab) &&
                          (p.top_p.per_row != nullptr || p.top_p.value < 1.0f) &&
                          (p.top_k.per_row != nullptr || p.top_k.value <= 0 || p.top_k.value >= logits.vocab);
-  if (rowcta_applies(logits, params)) {
+  const int kind = rowcta_kind(logits, params, out);
+  if (kind >= 0) {
     switch (logits.dtype) {
       case DType::kF32:
-        return launch_rowcta_kernel<float>(a, p.min_p.value > 0.0f, may_split, stream);
+        return launch_rowcta_kernel<float>(a, kind, may_split, stream);
       case DType::kBF16:
-        return launch_rowcta_kernel<__nv_bfloat16>(a, p.min_p.value > 0.0f, may_split, stream);
+        return launch_rowcta_kernel<__nv_bfloat16>(a, kind, may_split, stream);
       case DType::kF16:
-        return launch_rowcta_kernel<__half>(a, p.min_p.value > 0.0f, may_split, stream);
+        return launch_rowcta_kernel<__half>(a, kind, may_split, stream);
     }
   }
   switch (logits.dtype) {

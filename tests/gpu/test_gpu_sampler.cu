@@ -373,6 +373,14 @@ TEST(GpuSampler, GraphCaptureAndReplayRowCtaBf16) {
   check_scalar_graph_replay(2028, ScalarFilter{1.0f, 0, 1.0f, 0.05f}, false, DType::kBF16);
 }
 
+// The row-CTA top-p kernel (scalar top-p only, B >= 256, no log-probs asked
+// for), fp32 and bf16 (each dtype has its own instance).
+TEST(GpuSampler, GraphCaptureAndReplayRowCtaTopP) {
+  TS_REQUIRE_GPU();
+  check_scalar_graph_replay(2029, ScalarFilter{1.0f, 0, 0.9f, 0.0f}, false);
+  check_scalar_graph_replay(2030, ScalarFilter{0.8f, 0, 0.9f, 0.0f}, false, DType::kBF16);
+}
+
 // The plain-race kernel (scalar plain rows, B >= 128, no log-probs asked for).
 TEST(GpuSampler, GraphCaptureAndReplayPlain) {
   TS_REQUIRE_GPU();
@@ -589,8 +597,10 @@ void check_row_alone(GpuSampler& g, const HostBatch& b, int64_t r, const Results
 // log-prob bits.  With `no_workspace` the batch call must leave the
 // workspace as it found it: the plain race uses none, the chunked kernel
 // always clears its tickets, so this proves which kernel took the batch.
+// With `alone_stride` every alone_stride-th row (0, s, 2s, ...) is sampled
+// alone too.
 void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool logprobs, Tally& t, int& reported,
-                                AloneTally& alone_t, bool no_workspace = false) {
+                                AloneTally& alone_t, bool no_workspace = false, int64_t alone_stride = 0) {
   GpuSampler g;
   ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
   DeviceBatch d(b);
@@ -608,8 +618,10 @@ void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool 
         << "V " << b.vocab << " rows " << b.rows << ": the call wrote its workspace (not the plain race)";
   }
   compare_batch(b, all, run_cpu(b), t, reported, logprobs);
-  for (int64_t r : {(int64_t)0, (int64_t)1, (int64_t)17, b.rows - 1})
-    check_row_alone(g, b, r, all, &f, logprobs, alone_t);
+  std::vector<int64_t> alone_rows = {0, 1, 17, b.rows - 1};
+  for (int64_t r = alone_stride; alone_stride > 0 && r < b.rows; r += alone_stride)
+    if (std::find(alone_rows.begin(), alone_rows.end(), r) == alone_rows.end()) alone_rows.push_back(r);
+  for (int64_t r : alone_rows) check_row_alone(g, b, r, all, &f, logprobs, alone_t);
 }
 
 // Top-p rows that defer to the split fallback give the same bits whether
@@ -779,6 +791,112 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
               (long long)alone.checked, (long long)alone.differ);
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
   EXPECT_EQ(alone.differ, 0);
+}
+
+// Batches of top-p-only rows (0 < p < 1; no min-p; no top-k, k >= V counting
+// as none) with scalar filter parameters and no log-probs asked for take the
+// row-CTA top-p kernel from PivotPolicy::kRowCtaMinRows rows
+// (src/cuda/pivot_sampler.cu): every adversarial row shape of the mixed
+// distribution, every dtype, padded strides, V not a multiple of 4 (V = 1
+// and 7 too), p from 0.05 to 0.999, per-row seeds and offsets, and the edge
+// rows above.  Each batch matches the CPU backend (token, status, kept count;
+// band rows: kept count within the band), and rows sampled alone (the
+// chunked kernel) give the same token, status and kept count.
+TEST(GpuSampler, RowCtaTopPBatchesMatchCpuAndRowsAlone) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["rowcta_top_p"];
+  int reported = 0;
+  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}, {257, 1}, {256, 7}};
+  const ScalarFilter filters[] = {{1.0f, 0, 0.9f, 0.0f},          {0.7f, 0, 0.5f, 0.0f},  {1.5f, 0, 0.95f, 0.0f},
+                                  {1.0f, 0x7fffffff, 0.8f, 0.0f}, {1.0f, 0, 0.05f, 0.0f}, {0.9f, 0, 0.999f, 0.0f}};
+  uint64_t seed = 3100;
+  AloneTally alone;
+  auto check = [&](const HostBatch& b, const ScalarFilter& f) {
+    check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone);
+  };
+  for_each_scalar_batch(shapes, filters, seed, check);
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (const ScalarFilter& f : {ScalarFilter{1.0f, 0, 0.9f, 0.0f}, ScalarFilter{0.5f, 0, 0.7f, 0.0f}}) {
+      HostBatch b = edge_rows_batch(dt, 9200 + (uint64_t)dt * 17 + (uint64_t)(f.top_p * 10));
+      f.set_rows(b);
+      check(b, f);
+    }
+  std::printf("[rowcta_top_p] rows %lld, rows alone checked %lld, differing %lld\n", (long long)t.rows,
+              (long long)alone.checked, (long long)alone.differ);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+  EXPECT_EQ(alone.differ, 0);
+}
+
+// Rows at or near the top-p boundary in row-CTA top-p batches, fp32, V =
+// 4,099 (not a multiple of 4) and 129,280.  The kernel needs scalar
+// parameters, so each kind below is its own 256-row batch with its own p
+// (temperature 1), its tokens placed from a = 37 r mod V over a background
+// of -40 + N(0, 1) (mass far below the band's 1e-6), per-row seeds and
+// offsets:
+//   0: two tokens at 10, p = 0.5: prefix mass exactly p (a band row);
+//   1: three tokens at 10, p = 1/3: a band row;
+//   2: 10 and 6 ulp below it, p = 0.5: mass ~2.9e-6 relative past p, not
+//      in the band but decided only by fine arithmetic;
+//   3: 10 and 10 - 1e-3, p = 0.5: clearly decided;
+//   4: flat (every logit 0.25, no background), p = 0.5: a band row at even V;
+//   5: 64 tokens at 10, p = 0.5: ties across the boundary (kept 32, or in the band);
+//   6: 300 tokens at 10, p = 0.9: the same;
+//   7: the benchmark's rows (edge_rows_batch kind 5: N(0, 2^2), not the
+//      background above), p = 0.9.
+// Each batch matches the CPU backend (band rows: kept count within the
+// band), and every 16th row sampled alone (the chunked kernel) gives the
+// same token, status and kept count, band rows included: both kernels
+// resolve rows near the band with the same fixed-point arithmetic.
+// compare_batch asks the oracle only about rows that differ from the CPU
+// backend, so the band rows are counted here, by the oracle, among the rows
+// sampled every 16th.
+TEST(GpuSampler, RowCtaTopPBandRowsAgreeAlone) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["rowcta_top_p_band"];
+  int reported = 0;
+  AloneTally alone;
+  int64_t band_alone = 0;  // band rows among those sampled alone every 16th
+  const float p_of_kind[8] = {0.5f, 1 / 3.0f, 0.5f, 0.5f, 0.5f, 0.5f, 0.9f, 0.9f};
+  const float near10 = 10.0f - 6e-6f;  // 10 - 6 ulp (an ulp of 10 is 9.5e-7)
+  for (int64_t vocab : {4099, 129280})
+    for (int kind = 0; kind < 8; ++kind) {
+      HostBatch b(256, vocab, vocab, DType::kF32);
+      Rng rng(7000 + (uint64_t)vocab + (uint64_t)kind);
+      std::vector<float> x((size_t)vocab);
+      for (int64_t r = 0; r < b.rows; ++r) {
+        const int64_t a = r * 37 % vocab, a2 = (a + vocab / 2) % vocab;
+        auto spread = [&](int n, float v) {  // n distinct tokens: j * (V / n) < V
+          for (int j = 0; j < n; ++j) x[(size_t)((a + j * (vocab / n)) % vocab)] = v;
+        };
+        for (int64_t i = 0; i < vocab; ++i)
+          x[i] = kind == 4 ? 0.25f : kind == 7 ? (float)(2.0 * rng.normal()) : (float)(-40.0 + rng.normal());
+        switch (kind) {
+          case 0: spread(2, 10.0f); break;
+          case 1: spread(3, 10.0f); break;
+          case 2: x[a] = 10.0f, x[a2] = near10; break;
+          case 3: x[a] = 10.0f, x[a2] = 10.0f - 1e-3f; break;
+          case 5: spread(64, 10.0f); break;
+          case 6: spread(300, 10.0f); break;
+          case 7:
+            for (int j = 0; j < 20; ++j) x[(size_t)((j * 6151 + 13 + a) % vocab)] += (float)(8.0 + 7.0 * j / 19.0);
+            break;
+          default: break;
+        }
+        b.set_row(r, x.data());
+        b.seed[r] = 5000 + (uint64_t)r, b.offset[r] = (uint64_t)r * 7;
+      }
+      const ScalarFilter f{1.0f, 0, p_of_kind[kind], 0.0f};
+      f.set_rows(b);
+      check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, false, /*alone_stride=*/16);
+      for (int64_t r = 0; r < b.rows; r += 16) band_alone += oracle_sample(b.row(r), b.vocab, b.params(r)).band;
+    }
+  std::printf("[rowcta_top_p_band] rows %lld, band rows %lld (of those sampled alone every 16th; %lld differing "
+              "from the CPU backend within the band), rows alone checked %lld, differing %lld\n",
+              (long long)t.rows, (long long)band_alone, (long long)t.band_differences, (long long)alone.checked,
+              (long long)alone.differ);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+  EXPECT_EQ(alone.differ, 0);
+  EXPECT_GT(band_alone, 0) << "no band rows: the test proves nothing about them";
 }
 
 // Writes the JSON summary after all tests ran.
