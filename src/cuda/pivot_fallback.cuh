@@ -513,7 +513,15 @@ struct FallbackRow {
 #ifdef TOKENSIFT_FB_TRACE
     if (threadIdx.x == 0) printf("fallback: generic top-p\n");
 #endif
-    if (bits_of(vocab) <= Policy::kFbMaxVocabBits) return generic_top_p_fixed(cut, cfg);
+    return bits_of(vocab) <= Policy::kFbMaxVocabBits ? generic_top_p_fixed(cut, cfg) : generic_top_p_double(cut, cfg);
+  }
+
+  // Rows of 2^kFbMaxVocabBits tokens or more (fixed-point sums could
+  // overflow): weights in double.  Out of line: both searches inlined grew
+  // the split kernels (which inline run()) by 15 % of their code and slowed
+  // their item loops on rows that never come here (v36: pass B's items 15 ->
+  // 21 us at B = 64, the same rows).
+  __device__ __noinline__ uint64_t generic_top_p_double(uint64_t cut, const RowConfig& cfg) {
     const uint32_t lo_key = 0x00800000u;
     double wsum = 0;
     stream_strided([&](int32_t i, float x) {

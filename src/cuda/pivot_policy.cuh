@@ -91,6 +91,12 @@
 #define TOKENSIFT_PIVOT_ROWCTA_TOP_P 1
 #endif
 
+// Whether the split kernels call the one-CTA fallback out of line (1) or
+// inline it (0) (v36b: the inlined fallback's size moved their item loops).
+#ifndef TOKENSIFT_PIVOT_SPLIT_RUN_CALL
+#define TOKENSIFT_PIVOT_SPLIT_RUN_CALL 0
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -189,6 +195,7 @@ struct PivotPolicy {
   // with their statistics, guess, summary and ticket each (p0.9 at B = 256
   // was 4.3-13x the floor there).
   static constexpr bool kRowCtaTopP = TOKENSIFT_PIVOT_ROWCTA_TOP_P != 0;
+  static constexpr bool kSplitRunCall = TOKENSIFT_PIVOT_SPLIT_RUN_CALL != 0;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
   // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one

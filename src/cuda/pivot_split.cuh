@@ -39,6 +39,14 @@
 
 namespace tokensift::cuda_detail {
 
+// The one-CTA fallback as a call (PivotPolicy::kSplitRunCall): inlined, its
+// code (every path of FallbackRow::run) is compiled into the split kernels
+// beside their item loops.
+template <class T, class Policy>
+__device__ __noinline__ FallbackResult run_fallback_out_of_line(FallbackRow<T, Policy> fb, const RowConfig& cfg) {
+  return fb.run(cfg);
+}
+
 // Dev builds only (dev/split_trace.cu): %globaltimer stamps of a call's
 // launches and of each deferred row's way through the split launches.
 // split_span[launch] = {first CTA's entry, last CTA's exit} (0 the pivot
@@ -248,7 +256,10 @@ __device__ __forceinline__ void split_pass_b_item(
     TS_SPLIT_INFO(it.row_id, 0, nlist);
     TS_SPLIT_INFO(it.row_id, 1, done ? 0 : 1);
     TS_SPLIT_INFO(it.row_id, 2, bin);
-    if (!done) r = fb.run(it.cfg);  // the one-CTA fallback (it may take its generic path)
+    if (!done) {  // the one-CTA fallback (it may take its generic path)
+      if constexpr (Policy::kSplitRunCall) r = run_fallback_out_of_line(fb, it.cfg);
+      else r = fb.run(it.cfg);
+    }
     if (threadIdx.x == 0) {
       float lp = kNan;
       if (a.out.logprobs) {
