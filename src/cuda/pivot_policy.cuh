@@ -92,9 +92,11 @@
 #endif
 
 // Whether the split kernels call the one-CTA fallback out of line (1) or
-// inline it (0) (v36b: the inlined fallback's size moved their item loops).
+// inline it (0).  v36's larger fallback, inlined, slowed the split kernels'
+// item loops (p0.9 B = 64 +6..+8 %, same rows deferred, same registers); the
+// call restored them (B <= 64 within 1 % of v35, B = 256 -2 %; v36b).
 #ifndef TOKENSIFT_PIVOT_SPLIT_RUN_CALL
-#define TOKENSIFT_PIVOT_SPLIT_RUN_CALL 0
+#define TOKENSIFT_PIVOT_SPLIT_RUN_CALL 1
 #endif
 
 namespace tokensift::cuda_detail {
