@@ -624,6 +624,15 @@ void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool 
   for (int64_t r : alone_rows) check_row_alone(g, b, r, all, &f, logprobs, alone_t);
 }
 
+// One kernel's tally and rows-alone count, printed as [name], and the
+// expectation that nothing differed.
+void expect_path_clean(const char* name, const Tally& t, const AloneTally& alone) {
+  std::printf("[%s] rows %lld, rows alone checked %lld, differing %lld\n", name, (long long)t.rows,
+              (long long)alone.checked, (long long)alone.differ);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+  EXPECT_EQ(alone.differ, 0);
+}
+
 // Top-p rows that defer to the split fallback give the same bits whether
 // the fallback runs as one launch (a row alone: rows x chunks within
 // PivotPolicy::kSplitFusedMaxItems, 2,560) or two (these batches: 128 x 32
@@ -690,10 +699,7 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   for_each_scalar_batch(shapes, filters, seed, [&](const HostBatch& b, const ScalarFilter& f) {
     check_batch_and_rows_alone(b, f, true, t, reported, alone);
   });
-  std::printf("[rowcta_scalar] rows %lld, rows alone checked %lld, differing %lld\n", (long long)t.rows,
-              (long long)alone.checked, (long long)alone.differ);
-  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
-  EXPECT_EQ(alone.differ, 0);
+  expect_path_clean("rowcta_scalar", t, alone);
 }
 
 // Rows built to reach the large-batch kernels' rare paths, 256 of them at V =
@@ -761,6 +767,18 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
 
+// The edge rows (edge_rows_batch), fp32 and bf16, under each of `filters`,
+// seeded by seed_of(dtype, filter), through check(batch, filter).
+template <size_t kFilters, class Seed, class F>
+void for_each_edge_batch(const ScalarFilter (&filters)[kFilters], Seed seed_of, F&& check) {
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (const ScalarFilter& f : filters) {
+      HostBatch b = edge_rows_batch(dt, seed_of(dt, f));
+      f.set_rows(b);
+      check(b, f);
+    }
+}
+
 // Batches of plain rows (no min-p, top-k or top-p; k >= V counts as none)
 // with scalar parameters and no log-probs asked for take the plain-race
 // kernel from PlainRacePolicy::kMinRows rows (src/cuda/plain_race.cu): every
@@ -781,16 +799,9 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
     check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, /*no_workspace=*/true);
   };
   for_each_scalar_batch(shapes, filters, seed, check);
-  for (DType dt : {DType::kF32, DType::kBF16})
-    for (const ScalarFilter& f : {ScalarFilter{1.0f, 0, 1.0f, 0.0f}, ScalarFilter{0.5f, 0, 1.0f, 0.0f}}) {
-      HostBatch b = edge_rows_batch(dt, 9100 + (uint64_t)dt * 17);
-      f.set_rows(b);
-      check(b, f);
-    }
-  std::printf("[plain_race] rows %lld, rows alone checked %lld, differing %lld\n", (long long)t.rows,
-              (long long)alone.checked, (long long)alone.differ);
-  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
-  EXPECT_EQ(alone.differ, 0);
+  const ScalarFilter edge_filters[] = {{1.0f, 0, 1.0f, 0.0f}, {0.5f, 0, 1.0f, 0.0f}};
+  for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter&) { return 9100 + (uint64_t)dt * 17; }, check);
+  expect_path_clean("plain_race", t, alone);
 }
 
 // Batches of top-p-only rows (0 < p < 1; no min-p; no top-k, k >= V counting
@@ -815,16 +826,11 @@ TEST(GpuSampler, RowCtaTopPBatchesMatchCpuAndRowsAlone) {
     check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone);
   };
   for_each_scalar_batch(shapes, filters, seed, check);
-  for (DType dt : {DType::kF32, DType::kBF16})
-    for (const ScalarFilter& f : {ScalarFilter{1.0f, 0, 0.9f, 0.0f}, ScalarFilter{0.5f, 0, 0.7f, 0.0f}}) {
-      HostBatch b = edge_rows_batch(dt, 9200 + (uint64_t)dt * 17 + (uint64_t)(f.top_p * 10));
-      f.set_rows(b);
-      check(b, f);
-    }
-  std::printf("[rowcta_top_p] rows %lld, rows alone checked %lld, differing %lld\n", (long long)t.rows,
-              (long long)alone.checked, (long long)alone.differ);
-  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
-  EXPECT_EQ(alone.differ, 0);
+  const ScalarFilter edge_filters[] = {{1.0f, 0, 0.9f, 0.0f}, {0.5f, 0, 0.7f, 0.0f}};
+  for_each_edge_batch(
+      edge_filters, [](DType dt, const ScalarFilter& f) { return 9200 + (uint64_t)dt * 17 + (uint64_t)(f.top_p * 10); },
+      check);
+  expect_path_clean("rowcta_top_p", t, alone);
 }
 
 // Rows at or near the top-p boundary in row-CTA top-p batches, fp32, V =
