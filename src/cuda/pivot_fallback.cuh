@@ -517,10 +517,11 @@ struct FallbackRow {
   }
 
   // Rows of 2^kFbMaxVocabBits tokens or more (fixed-point sums could
-  // overflow): weights in double.  Out of line: both searches inlined grew
-  // the split kernels (which inline run()) by 15 % of their code and slowed
-  // their item loops on rows that never come here (v36: pass B's items 15 ->
-  // 21 us at B = 64, the same rows).
+  // overflow): weights in double.  Out of line: a rare path, kept out of
+  // run()'s body.  (v36 had both searches inline in run(), and run() inline
+  // in the split kernels: their item loops slowed on rows that never come
+  // here, pass B's items 15 -> 21 us at B = 64.  The split kernels now call
+  // run() instead, PivotPolicy::kSplitRunCall; this was measured with it.)
   __device__ __noinline__ uint64_t generic_top_p_double(uint64_t cut, const RowConfig& cfg) {
     const uint32_t lo_key = 0x00800000u;
     double wsum = 0;
