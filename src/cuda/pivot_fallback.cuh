@@ -35,6 +35,7 @@
 
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
+#include <type_traits>
 
 #include "cuda/block_rank_sort.cuh"
 #include "cuda/block_row_stream.cuh"
@@ -361,40 +362,53 @@ struct FallbackRow {
 
   // ---- generic path ----
 
-  // Per pivot, the count or mass of eligible tokens with packed order >= cut
-  // whose key is >= pivot[q].
-  template <bool kMass>
-  __device__ void above(const uint32_t (&pivot)[3], uint64_t cut, double (&res)[3]) {
-    double acc[3] = {0, 0, 0};
+  // What the generic searches measure above a key: a count, the mass in
+  // double (weight), or the histogram path's fixed-point mass (integer sums).
+  enum class Measure { kCount, kMass, kFixed };
+  template <Measure M>
+  using MeasureSum = std::conditional_t<M == Measure::kFixed, uint64_t, double>;
+
+  // Per pivot, the measure of eligible tokens with packed order >= cut whose
+  // key is >= pivot[q] (scale: fixed_scale(), kFixed only).
+  template <Measure M>
+  __device__ void above(const uint32_t (&pivot)[3], uint64_t cut, float scale, MeasureSum<M> (&res)[3]) {
+    MeasureSum<M> acc[3] = {0, 0, 0};
     stream_strided([&](int32_t i, float x) {
       const float z = z_of(x);
       if (!eligible(z)) return;
       const uint32_t k = contract::order_key(z);
       if (pack_order(k, (uint32_t)i) < cut) return;
-      const double w = kMass ? weight(z) : 1.0;
+      MeasureSum<M> w;
+      if constexpr (M == Measure::kCount) w = 1.0;
+      else if constexpr (M == Measure::kMass) w = weight(z);
+      else w = fixed_weight(z, scale);
 #pragma unroll
       for (int q = 0; q < 3; ++q)
         if (k >= pivot[q]) acc[q] += w;
     });
 #pragma unroll
-    for (int q = 0; q < 3; ++q) res[q] = block_sum(acc[q]);
+    for (int q = 0; q < 3; ++q) {
+      if constexpr (M == Measure::kFixed) res[q] = block_sum_u64(acc[q]);
+      else res[q] = block_sum(acc[q]);
+    }
   }
 
-  // Largest key kappa with measure(key >= kappa) >= target, searched in
-  // [lo, hi] where measure(>= lo) >= target is known.
-  template <bool kMass>
-  __device__ uint32_t search(uint32_t lo, uint32_t hi, uint64_t cut, double target) {
+  // Largest key kappa with measure(key >= kappa) >= target (the measure
+  // compared as a double), searched in [lo, hi] where measure(>= lo) >=
+  // target is known.  Quaternary: three pivots per pass over the row.
+  template <Measure M>
+  __device__ uint32_t search(uint32_t lo, uint32_t hi, uint64_t cut, double target, float scale) {
     while (lo < hi) {
       const uint64_t span = (uint64_t)hi - lo;
       uint32_t pivot[3];
 #pragma unroll
       for (int q = 0; q < 3; ++q) pivot[q] = lo + (uint32_t)((span * (q + 1) + 3) / 4);
-      double m[3];
-      above<kMass>(pivot, cut, m);
+      MeasureSum<M> m[3];
+      above<M>(pivot, cut, scale, m);
       uint32_t new_lo = lo, new_hi = hi;
 #pragma unroll
       for (int q = 0; q < 3; ++q) {
-        if (m[q] >= target) new_lo = max(new_lo, pivot[q]);
+        if ((double)m[q] >= target) new_lo = max(new_lo, pivot[q]);
         else new_hi = min(new_hi, pivot[q] - 1);
       }
       lo = new_lo;
@@ -430,32 +444,14 @@ struct FallbackRow {
     const uint32_t lo_key = 0x00800000u;  // just above the key of -inf
     const uint32_t all[3] = {lo_key, lo_key, lo_key};
     double n[3];
-    above<false>(all, 0, n);
+    above<Measure::kCount>(all, 0, 0.0f, n);
     if (n[0] <= (double)cfg.top_k) return 0;
-    const uint32_t kappa = search<false>(lo_key, contract::order_key(zmax), 0, (double)cfg.top_k);
+    const uint32_t kappa = search<Measure::kCount>(lo_key, contract::order_key(zmax), 0, (double)cfg.top_k, 0.0f);
     const uint32_t piv[3] = {kappa + 1, kappa + 1, kappa + 1};
     double above_n[3];
-    above<false>(piv, 0, above_n);
+    above<Measure::kCount>(piv, 0, 0.0f, above_n);
     const int take = cfg.top_k - (int)above_n[0];
     return pack_order(kappa, tie_cut(kappa, 0, take));
-  }
-
-  // Per pivot, the fixed-point mass (the histogram path's weights, integer
-  // sums) of eligible tokens with packed order >= cut whose key is >= pivot[q].
-  __device__ void above_fixed(const uint32_t (&pivot)[3], uint64_t cut, float scale, uint64_t (&res)[3]) {
-    uint64_t acc[3] = {0, 0, 0};
-    stream_strided([&](int32_t i, float x) {
-      const float z = z_of(x);
-      if (!eligible(z)) return;
-      const uint32_t k = contract::order_key(z);
-      if (pack_order(k, (uint32_t)i) < cut) return;
-      const uint64_t w = fixed_weight(z, scale);
-#pragma unroll
-      for (int q = 0; q < 3; ++q)
-        if (k >= pivot[q]) acc[q] += w;
-    });
-#pragma unroll
-    for (int q = 0; q < 3; ++q) res[q] = block_sum_u64(acc[q]);
   }
 
   // The generic top-p search in the histogram path's arithmetic (V below
@@ -475,29 +471,12 @@ struct FallbackRow {
     });
     const double target = (double)cfg.top_p * (double)block_sum_u64(wsum);
     // Largest key kappa whose mass at or above it reaches the target.
-    uint32_t lo = lo_key, hi = contract::order_key(zmax);
-    while (lo < hi) {
-      const uint64_t span = (uint64_t)hi - lo;
-      uint32_t pivot[3];
-#pragma unroll
-      for (int q = 0; q < 3; ++q) pivot[q] = lo + (uint32_t)((span * (q + 1) + 3) / 4);
-      uint64_t m[3];
-      above_fixed(pivot, cut, scale, m);
-      uint32_t new_lo = lo, new_hi = hi;
-#pragma unroll
-      for (int q = 0; q < 3; ++q) {
-        if ((double)m[q] >= target) new_lo = max(new_lo, pivot[q]);
-        else new_hi = min(new_hi, pivot[q] - 1);
-      }
-      lo = new_lo;
-      hi = max(new_hi, lo);
-    }
-    const uint32_t kappa = lo;
+    const uint32_t kappa = search<Measure::kFixed>(lo_key, contract::order_key(zmax), cut, target, scale);
     const uint32_t piv[3] = {kappa + 1, kappa, kappa};
     uint64_t m[3];
     double c[3];
-    above_fixed(piv, cut, scale, m);
-    above<false>(piv, cut, c);
+    above<Measure::kFixed>(piv, cut, scale, m);
+    above<Measure::kCount>(piv, cut, 0.0f, c);
     const uint64_t above_m = m[0];
     const uint64_t q = fixed_weight(contract::key_to_float(kappa), scale);
     const int ties = (int)(c[1] - c[0]);
@@ -531,11 +510,11 @@ struct FallbackRow {
     });
     const double total = block_sum(wsum);
     const double target = (double)cfg.top_p * total;
-    const uint32_t kappa = search<true>(lo_key, contract::order_key(zmax), cut, target);
+    const uint32_t kappa = search<Measure::kMass>(lo_key, contract::order_key(zmax), cut, target, 0.0f);
     const uint32_t piv[3] = {kappa + 1, kappa, kappa};
     double m[3], c[3];
-    above<true>(piv, cut, m);
-    above<false>(piv, cut, c);
+    above<Measure::kMass>(piv, cut, 0.0f, m);
+    above<Measure::kCount>(piv, cut, 0.0f, c);
     const double w_tie = weight(contract::key_to_float(kappa));
     const int ties = (int)(c[1] - c[0]);
     const double need = (target - m[0]) / w_tie;
