@@ -42,6 +42,61 @@ void reset_trace() {
   cudaMemcpyToSymbol(split_row_ns, ns.data(), sizeof(unsigned long long) * ns.size());
   std::vector<int> info((size_t)kSplitTraceRows * 3, -1);
   cudaMemcpyToSymbol(split_row_info, info.data(), sizeof(int) * info.size());
+  std::vector<unsigned long long> items((size_t)2 * kSplitTraceItems * 5, kUnset);
+  cudaMemcpyToSymbol(split_item_ns, items.data(), sizeof(unsigned long long) * items.size());
+}
+
+// Item stages (pivot_split.cuh's split_item_ns), each pass's items pooled
+// over the call, and pass B's items against their row's boundary (row stamp
+// 3); at B = 1 every item of the row is listed.
+void item_report(int B, const std::vector<unsigned long long>& ns) {
+  std::vector<unsigned long long> it((size_t)2 * kSplitTraceItems * 5);
+  std::vector<int> where((size_t)2 * kSplitTraceItems * 3);
+  cudaMemcpyFromSymbol(it.data(), split_item_ns, sizeof(unsigned long long) * it.size());
+  cudaMemcpyFromSymbol(where.data(), split_item_where, sizeof(int) * where.size());
+  auto t = [&](int pass, int item, int k) { return it[((size_t)pass * kSplitTraceItems + item) * 5 + k]; };
+  auto w = [&](int pass, int item, int k) { return where[((size_t)pass * kSplitTraceItems + item) * 3 + k]; };
+  auto stage = [&](const char* name, int pass, int from, int to) {
+    std::vector<double> v;
+    for (int i = 0; i < kSplitTraceItems; ++i)
+      if (t(pass, i, from) != kUnset && t(pass, i, to) != kUnset)
+        v.push_back(((double)t(pass, i, to) - (double)t(pass, i, from)) / 1e3);
+    probe::stats_line(name, v);
+  };
+  stage("A item: bin the chunk", 0, 0, 1);
+  stage("A item: add to row hist", 0, 1, 2);
+  stage("A item: ticket", 0, 2, 3);
+  stage("B item: wait for boundary", 1, 0, 1);
+  stage("B item: token loop", 1, 1, 2);
+  stage("B item: reduce + atomics", 1, 2, 3);
+  stage("B item: ticket", 1, 3, 4);
+  // Against the row's boundary (set by pass A's last item).
+  auto from_boundary = [&](const char* name, int k) {
+    std::vector<double> v;
+    for (int i = 0; i < kSplitTraceItems; ++i) {
+      if (t(1, i, k) == kUnset) continue;
+      const int row = w(1, i, 2);
+      if (row < 0 || row >= kSplitTraceRows || ns[(size_t)row * 9 + 3] == kUnset) continue;
+      v.push_back(((double)t(1, i, k) - (double)ns[(size_t)row * 9 + 3]) / 1e3);
+    }
+    probe::stats_line(name, v);
+  };
+  from_boundary("boundary -> B item entry", 0);
+  from_boundary("boundary -> B item sees it", 1);
+  from_boundary("boundary -> B item loop done", 2);
+  from_boundary("boundary -> B item ticket", 4);
+  if (B != 1) return;
+  const unsigned long long b = ns[3];
+  printf("    B = 1 items, us from the boundary (A: entry binned added ticket | B: entry seen loop atomics ticket)\n");
+  for (int i = 0; i < kSplitTraceItems && t(0, i, 0) != kUnset; ++i) {
+    auto rel = [&](int pass, int k) { return t(pass, i, k) == kUnset ? -999.0 : ((double)t(pass, i, k) - (double)b) / 1e3; };
+    printf("    %3d  A sm %3d cta %3d %7.2f %7.2f %7.2f %7.2f", i, w(0, i, 0), w(0, i, 1), rel(0, 0), rel(0, 1),
+           rel(0, 2), rel(0, 3));
+    if (t(1, i, 0) != kUnset)
+      printf(" | B sm %3d cta %3d %7.2f %7.2f %7.2f %7.2f %7.2f", w(1, i, 0), w(1, i, 1), rel(1, 0), rel(1, 1),
+             rel(1, 2), rel(1, 3), rel(1, 4));
+    printf("\n");
+  }
 }
 
 }  // namespace
@@ -117,6 +172,7 @@ int main(int argc, char** argv) {
       probe::stats_line(stage[k], v);
     }
     probe::stats_line("tokens listed from the bin", listed);
+    item_report(B, ns);
   }
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
   return 0;

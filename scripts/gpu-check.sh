@@ -7,6 +7,7 @@
 #                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace,sortprobe (default build,test,sanitize,bench)
 # rowctatrace: TRACE_VOCABS, and TRACE_VARIANT_FLAGS for more traces built
 # with other knobs ('|'-separated sets: rowcta-trace-variant{,1,2,...}.log).
+# splittrace: likewise SPLIT_TRACE_VARIANT_FLAGS (split-trace-variant<i>.log).
 # profile: Nsight Compute, every section and per-line stall samples (clocks
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case[:dtype] ...).
 # test: GTEST_FILTER (gtest's own variable) runs part of the suite,
@@ -53,8 +54,28 @@ build_bench_variant() {
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 
+# PREBUILT: a folder of binaries built on another x86-64 machine with the same
+# flags (scripts/prebuild.sh; carried, e.g. dev/build/prebuilt): the library,
+# the GPU tests, the benchmark and any trace probes are put in place and not
+# rebuilt, so a call spends its time on the GPU (skip the build step).
+if [ -n "${PREBUILT:-}" ]; then
+  mkdir -p $BUILD/src $BUILD/tests/gpu $BUILD/bench
+  cp -P "$PREBUILT"/libtokensift.so* $BUILD/src/ && cp "$PREBUILT"/tokensift_test_gpu $BUILD/tests/gpu/ &&
+    cp "$PREBUILT"/sampler_bench $BUILD/bench/ || { echo "PREBUILT=$PREBUILT lacks a binary"; exit 1; }
+  for p in "$PREBUILT"/split_trace* "$PREBUILT"/rowcta_trace*; do [ -x "$p" ] && cp "$p" /tmp/; done
+  export LD_LIBRARY_PATH=$PWD/$BUILD/src:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  cat "$PREBUILT/commit.txt" 2>/dev/null | sed 's/^/prebuilt at /'
+  # Another machine's binaries may want a newer libstdc++ or glibc than this one has.
+  if ! $BUILD/tests/gpu/tokensift_test_gpu --gtest_list_tests >/dev/null 2>"$OUT/prebuilt.err"; then
+    echo "the prebuilt binaries do not run here ($(head -c 300 "$OUT/prebuilt.err")): building"
+    rm -rf $BUILD; unset PREBUILT
+    has build || STEPS="build,$STEPS"
+  fi
+fi
+probe_fresh() { [ -z "${PREBUILT:-}" ]; }  # probes are built here unless carried
+
 # The trace probe compiles on the CPU while the GPU runs the tests.
-if has rowctatrace; then rm -f /tmp/rowcta_trace; build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE & fi
+if has rowctatrace && probe_fresh; then rm -f /tmp/rowcta_trace; build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE & fi
 # TRACE_VARIANT_FLAGS: the same trace built with other policy knobs too (the
 # same-run baseline of a knob), run after the main one; sets of flags are
 # separated by '|', the i-th (from 0) built as /tmp/rowcta_trace_v<i>.
@@ -63,10 +84,21 @@ build_trace_variant() {  # $1: the set's number
   # shellcheck disable=SC2086  # a flag list
   PROBE_OUT=/tmp/rowcta_trace_v$1 build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE ${trace_vsets[$1]}
 }
-if has rowctatrace; then
+if has rowctatrace && probe_fresh; then
   for vi in "${!trace_vsets[@]}"; do rm -f "/tmp/rowcta_trace_v$vi"; build_trace_variant "$vi" & done
 fi
-if has splittrace; then rm -f /tmp/split_trace; build_probe split_trace -DTOKENSIFT_SPLIT_TRACE & fi
+if has splittrace && probe_fresh; then rm -f /tmp/split_trace; build_probe split_trace -DTOKENSIFT_SPLIT_TRACE & fi
+# SPLIT_TRACE_VARIANT_FLAGS: the split trace built with other policy knobs
+# too ('|'-separated sets, the i-th as /tmp/split_trace_v<i>), run after the
+# main one: a knob's same-run baseline (split-trace-variant<i>.log).
+IFS='|' read -r -a split_vsets <<<"${SPLIT_TRACE_VARIANT_FLAGS:-}"
+if has splittrace && probe_fresh; then
+  for vi in "${!split_vsets[@]}"; do
+    rm -f "/tmp/split_trace_v$vi"
+    # shellcheck disable=SC2086  # a flag list
+    PROBE_OUT=/tmp/split_trace_v$vi build_probe split_trace -DTOKENSIFT_SPLIT_TRACE ${split_vsets[$vi]} &
+  done
+fi
 
 if has build; then
   log build
@@ -132,6 +164,10 @@ if has splittrace; then
   wait
   [ -x /tmp/split_trace ] || build_probe split_trace -DTOKENSIFT_SPLIT_TRACE || tail -20 "$OUT/probe-build.log"
   /tmp/split_trace ${TRACE_VOCABS:-129280} 2>&1 | tee "$OUT/split-trace.log"
+  for vi in "${!split_vsets[@]}"; do
+    log "split trace variant $vi: ${split_vsets[$vi]}"
+    [ -x /tmp/split_trace_v$vi ] && /tmp/split_trace_v$vi ${TRACE_VOCABS:-129280} 2>&1 | tee "$OUT/split-trace-variant$vi.log"
+  done
 fi
 
 if has sortprobe; then
@@ -177,8 +213,16 @@ if has variant; then
   for vflags in "${vsets[@]}"; do
     log "variant $vi: $vflags"
     vb=build/h200-v$vi
-    build_bench_variant $vb "$vflags" "$OUT/build-variant$vi.log"
-    $vb/bench/sampler_bench --out "$OUT/bench-variant$vi.json" --vocabs ${VARIANT_VOCABS:-129280} --batches ${VARIANT_BATCHES:-1,64,256,1024} \
+    vlib=
+    if [ -n "${PREBUILT:-}" ] && [ -x "$PREBUILT/variant$vi/sampler_bench" ]; then
+      # Carried (scripts/prebuild.sh with the same VARIANT_FLAGS): its own library first.
+      [ "$(cat "$PREBUILT/variant$vi/flags.txt")" = "$vflags" ] || { echo "variant $vi: prebuilt with other flags"; exit 1; }
+      mkdir -p $vb/bench && cp "$PREBUILT/variant$vi/sampler_bench" $vb/bench/
+      vlib=$(cd "$PREBUILT/variant$vi" && pwd)
+    else
+      build_bench_variant $vb "$vflags" "$OUT/build-variant$vi.log"
+    fi
+    LD_LIBRARY_PATH=${vlib:+$vlib:}${LD_LIBRARY_PATH:-} $vb/bench/sampler_bench --out "$OUT/bench-variant$vi.json" --vocabs ${VARIANT_VOCABS:-129280} --batches ${VARIANT_BATCHES:-1,64,256,1024} \
       --dists outlier_head --algos pivot --reps 10 ${VARIANT_CASES:+--cases $VARIANT_CASES} 2>&1 | tail -40
     vi=$((vi + 1))
   done

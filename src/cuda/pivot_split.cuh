@@ -82,6 +82,30 @@ __device__ int split_row_info[kSplitTraceRows][3];
   do {                                                                                 \
     if (threadIdx.x == 0 && (row) < kSplitTraceRows) split_row_info[row][i] = (v);      \
   } while (0)
+// Per item (item = row slot x chunks + chunk, each pass its own): pass A 0
+// entry, 1 chunk binned in shared memory, 2 bins added to the row's
+// histogram, 3 ticket taken; pass B 0 entry, 1 boundary seen, 2 every
+// thread's token loop done (the first block reduction), 3 the row's atomics
+// issued, 4 ticket taken.  split_item_where[pass][item] = {SM, CTA, row}.
+constexpr int kSplitTraceItems = 4096;
+__device__ unsigned long long split_item_ns[2][kSplitTraceItems][5];
+__device__ int split_item_where[2][kSplitTraceItems][3];
+__device__ __forceinline__ unsigned trace_smid() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+#define TS_SPLIT_ITEM(pass, item, i, row)                                              \
+  do {                                                                                 \
+    if (threadIdx.x == 0 && (item) < kSplitTraceItems) {                              \
+      split_item_ns[pass][item][i] = globaltimer_ns();                                 \
+      if ((i) == 0) {                                                                  \
+        split_item_where[pass][item][0] = (int)trace_smid();                           \
+        split_item_where[pass][item][1] = (int)blockIdx.x;                             \
+        split_item_where[pass][item][2] = (int)(row);                                  \
+      }                                                                                \
+    }                                                                                  \
+  } while (0)
 #else
 #define TS_SPLIT_ENTRY(l) \
   do {                    \
@@ -97,6 +121,9 @@ __device__ int split_row_info[kSplitTraceRows][3];
   } while (0)
 #define TS_SPLIT_INFO(row, i, v) \
   do {                           \
+  } while (0)
+#define TS_SPLIT_ITEM(pass, item, i, row) \
+  do {                                    \
   } while (0)
 #endif
 
@@ -146,6 +173,7 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t it
                                                   int& last_flag) {
   const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
   TS_SPLIT_ROW_FIRST(it.row_id, 1);
+  TS_SPLIT_ITEM(0, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
   fb.bins_per_unit = s.bins_per_unit;
@@ -163,12 +191,16 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t it
   }
   fb.hist_flush(run);
   __syncthreads();
+  TS_SPLIT_ITEM(0, item, 1, it.row_id);
   unsigned long long* hist = a.split_hist + it.row_id * Policy::kFbBins;
   for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) {
     const uint64_t v = fb.hist_value(b);
     if (v) atomicAdd(&hist[b], (unsigned long long)v);
   }
-  if (split_last<Policy>(&s.ticket_a, a.chunks, last_flag)) {
+  TS_SPLIT_ITEM(0, item, 2, it.row_id);
+  const bool last_a = split_last<Policy>(&s.ticket_a, a.chunks, last_flag);
+  TS_SPLIT_ITEM(0, item, 3, it.row_id);
+  if (last_a) {
     TS_SPLIT_ROW(it.row_id, 2);
     const auto bd = fb.template find_boundary<true>(
         [&](int b) { return (uint64_t)load_cg(&hist[b]); }, it.cfg);
@@ -197,12 +229,14 @@ __device__ __forceinline__ void split_pass_b_item(
   const float kNan = __int_as_float(0x7fffffff);
   const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
   TS_SPLIT_ROW_FIRST(it.row_id, 4);
+  TS_SPLIT_ITEM(1, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
   if (wait) {
     if (threadIdx.x == 0)
       while (load_acquire(&s.ready) == 0u) __nanosleep(128);
     __syncthreads();
   }
+  TS_SPLIT_ITEM(1, item, 1, it.row_id);
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
   fb.bins_per_unit = s.bins_per_unit;
   uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
@@ -230,14 +264,18 @@ __device__ __forceinline__ void split_pass_b_item(
       }
     }
     const uint64_t n = ReduceU64(reduce).Sum(n_above);
+    TS_SPLIT_ITEM(1, item, 2, it.row_id);
     __syncthreads();
     const uint64_t m = ReduceU64(reduce).Reduce(best, MaxU64{});
     if (threadIdx.x == 0) {
       if (n) atomicAdd(&s.above_n, (uint32_t)n);
       if (m) atomicMax(&s.race, (unsigned long long)m);
     }
+    TS_SPLIT_ITEM(1, item, 3, it.row_id);
   }
-  if (split_last<Policy>(&s.ticket_b, a.chunks, last_flag)) {
+  const bool last_b = split_last<Policy>(&s.ticket_b, a.chunks, last_flag);
+  TS_SPLIT_ITEM(1, item, 4, it.row_id);
+  if (last_b) {
     TS_SPLIT_ROW(it.row_id, 5);
     const int nlist = load_cg(&s.nlist);
     FallbackResult r;

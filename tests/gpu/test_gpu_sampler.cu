@@ -635,12 +635,16 @@ void expect_path_clean(const char* name, const Tally& t, const AloneTally& alone
 
 // Top-p rows that defer to the split fallback give the same bits whether
 // the fallback runs as one launch (a row alone: rows x chunks within
-// PivotPolicy::kSplitFusedMaxItems, 2,560) or two (these batches: 128 x 32
-// and 96 x 64 items), and the CPU backend's.  A row that keeps more tokens
-// than its chunks can emit as candidates (64 each, PivotPolicy::
+// PivotPolicy::kSplitFusedMaxItems, 2,560) or two (the first two batches:
+// 128 x 32 and 96 x 64 items), and the CPU backend's.  A row that keeps more
+// tokens than its chunks can emit as candidates (64 each, PivotPolicy::
 // kTopPEmitMax, in chunks of 4,096) cannot be decided from them and goes
-// through the split fallback: these batches hold 3 and 13 such rows (CPU
-// backend, the same seeds), and the test asks for at least 8 of them.
+// through the split fallback: the first two batches hold 3 and 13 such rows
+// (CPU backend, the same seeds).  The last two are Gaussian rows whose every
+// row keeps thousands (2,048 and 1,824 items, one fused launch): more items
+// than the launch has resident CTAs, so pass-B items wait on boundaries while
+// other rows' pass-A items still run; each row must give its row-alone bits.
+// The test asks for at least 8 deep rows in all.
 TEST(GpuSampler, SplitFallbackOneOrTwoLaunchesAgree) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["split_launches"];
@@ -650,10 +654,14 @@ TEST(GpuSampler, SplitFallbackOneOrTwoLaunchesAgree) {
   const struct {
     int64_t rows, vocab;
     DType dt;
-  } cases[] = {{128, 129280, DType::kF32}, {96, 262208, DType::kBF16}};
+    Dist dist;
+  } cases[] = {{128, 129280, DType::kF32, Dist::kOutlierHead},
+               {96, 262208, DType::kBF16, Dist::kOutlierHead},
+               {64, 129280, DType::kF32, Dist::kGaussian},
+               {48, 151936, DType::kBF16, Dist::kGaussian}};
   for (const auto& c : cases) {
     BatchOptions o;
-    o.dist = Dist::kOutlierHead;
+    o.dist = c.dist;
     o.random_params = false;
     o.fixed = RowParams{1.0f, 0.0f, 0, 0.9f, 31, 0};
     o.max_pad = 0;
