@@ -33,12 +33,14 @@ using namespace tokensift;
     }                                                                                           \
   } while (0)
 
-enum class Dist { kOutlierHead, kFlat, kDominant };
+enum class Dist { kOutlierHead, kFlat, kDominant, kGaussian };
 
 __device__ float unit_uniform(uint32_t r) { return ((r >> 8) + 0.5f) * (1.0f / 16777216.0f); }
 
 // N(0, 2^2) per logit (Box-Muller on Philox bits); 20 tokens per row boosted
-// by +8..+15 (the anchors' distribution); or flat rows; or one dominant token.
+// by +8..+15 (the anchors' distribution); or flat rows; or one dominant token;
+// or the Gaussian alone (`gaussian`: no boosted head, so top-p 0.9 keeps tens
+// of thousands and every p-only row takes the split fallback).
 template <class T>
 __global__ void generate_kernel(T* out, int64_t rows, int64_t vocab, uint64_t seed, Dist dist) {
   const int64_t total = rows * vocab;
@@ -173,7 +175,10 @@ int main(int argc, char** argv) {
   cudaEventCreate(&e1);
 
   for (const std::string& dist_name : o.dists) {
-    const Dist dist = dist_name == "flat" ? Dist::kFlat : dist_name == "dominant" ? Dist::kDominant : Dist::kOutlierHead;
+    const Dist dist = dist_name == "flat"       ? Dist::kFlat
+                      : dist_name == "dominant" ? Dist::kDominant
+                      : dist_name == "gaussian" ? Dist::kGaussian
+                                                : Dist::kOutlierHead;
     for (const std::string& dt : o.dtypes) {
       const DType dtype = dt == "bf16" ? DType::kBF16 : DType::kF32;
       for (int64_t vocab : o.vocabs) {

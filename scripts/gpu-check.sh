@@ -136,9 +136,9 @@ fi
 
 if has benchquick; then
   log bench quick
-  # QUICK_VOCABS / QUICK_CASES (comma lists) narrow or widen it.
+  # QUICK_VOCABS / QUICK_CASES / QUICK_DISTS (comma lists) narrow or widen it.
   $BUILD/bench/sampler_bench --out "$OUT/bench-quick.json" --vocabs ${QUICK_VOCABS:-129280} --batches ${QUICK_BATCHES:-1,64,1024} \
-    --dists outlier_head --algos ${QUICK_ALGOS:-pivot,sort} --sort-max-batch 64 --reps 10 \
+    --dists ${QUICK_DISTS:-outlier_head} --algos ${QUICK_ALGOS:-pivot,sort} --sort-max-batch 64 --reps 10 \
     ${QUICK_CASES:+--cases $QUICK_CASES} 2>&1 | tail -80
 fi
 
@@ -223,7 +223,7 @@ if has variant; then
       build_bench_variant $vb "$vflags" "$OUT/build-variant$vi.log"
     fi
     LD_LIBRARY_PATH=${vlib:+$vlib:}${LD_LIBRARY_PATH:-} $vb/bench/sampler_bench --out "$OUT/bench-variant$vi.json" --vocabs ${VARIANT_VOCABS:-129280} --batches ${VARIANT_BATCHES:-1,64,256,1024} \
-      --dists outlier_head --algos pivot --reps 10 ${VARIANT_CASES:+--cases $VARIANT_CASES} 2>&1 | tail -40
+      --dists ${VARIANT_DISTS:-outlier_head} --algos pivot --reps 10 ${VARIANT_CASES:+--cases $VARIANT_CASES} 2>&1 | tail -40
     vi=$((vi + 1))
   done
 fi

@@ -23,6 +23,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   const int64_t row = blockIdx.x / a.chunks;
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
   TS_SPLIT_ENTRY(0);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // The streaming split launch may start once every CTA has started: it only
+  // takes slots this kernel leaves free (a no-op without a dependent launch).
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
 #ifdef TOKENSIFT_MERGE_TRACE
   const long long t_start = clock64();
   TS_CHUNK_MARK(0);
@@ -62,6 +67,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   if (threadIdx.x == 0) {
     if (r.status != kRowDeferred) write_result(a.out, row, r);
     a.tickets[row] = 0;
+    row_merged(a);
   }
   if (r.status == kRowDeferred) TS_SPLIT_ROW(row, 0);
   TS_SPLIT_EXIT(0);
@@ -84,10 +90,44 @@ void launch_split_fallback(const PivotArgs& a, cudaStream_t stream) {
   }
 }
 
+// Whether the current device runs programmatic dependent launches (sm_90 and
+// later).  An attribute query, no stream work: allowed during graph capture.
+inline bool device_has_pdl() {
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  return major >= 9;
+}
+
+// The fused split launch as the pivot kernel's programmatic dependent
+// (split_stream_kernel), where the device has it (sm_90 and later); elsewhere
+// a plain launch of the same kernel, which then finds every row deferred.
+template <class T>
+cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
+  const int64_t items = a.rows * a.chunks;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
+  cfg.blockDim = dim3(PivotPolicy::kThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  if (device_has_pdl()) {
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  return cudaLaunchKernelEx(&cfg, split_stream_kernel<T, PivotPolicy>, a);
+}
+
 template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream) {
   pivot_sample_kernel<T, PivotPolicy><<<blocks, PivotPolicy::kThreads, 0, stream>>>(a);
-  if (may_split) launch_split_fallback<T>(a, stream);
+  if (may_split && PivotPolicy::kSplitStream && a.rows * a.chunks <= PivotPolicy::kSplitFusedMaxItems) {
+    const cudaError_t e = launch_split_stream<T>(a, stream);
+    if (e != cudaSuccess) return e;
+  } else if (may_split) {
+    launch_split_fallback<T>(a, stream);
+  }
   return cudaGetLastError();
 }
 

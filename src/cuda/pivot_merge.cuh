@@ -155,19 +155,30 @@ __host__ __device__ inline bool split_vocab_ok(int64_t vocab) {
 }
 
 // Hands the row to the split fallback: clears its histogram and counters and
-// appends it to the deferred list.
+// appends it to the deferred list.  The entry is published last, with release
+// semantics (after the barrier that orders every thread's histogram stores):
+// the streaming split launch may be running already and takes the row as soon
+// as it sees the entry (pivot_split.cuh, split_stream_kernel).
 template <class Policy>
 __device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float bins_per_unit) {
   unsigned long long* hist = a.split_hist + row_id * Policy::kFbBins;
   for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) hist[b] = 0;
+  __syncthreads();
   if (threadIdx.x == 0) {
     SplitRow s{};
     s.zmax = zmax;
     s.bin = -1;
     s.bins_per_unit = bins_per_unit;
     a.split[row_id] = s;
-    a.deferred_rows[atomicAdd(a.deferred_count, 1u)] = (int32_t)row_id;
+    store_release(&a.deferred_rows[atomicAdd(a.deferred_count, 1u)], (uint32_t)row_id + 1u);
   }
+}
+
+// The merging CTA's last word on a row (thread 0, after its result or its
+// deferral is written): the streaming split launch ends once every row has
+// been merged and it has run every deferred row.
+__device__ __forceinline__ void row_merged(const PivotArgs& a) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(a.rows_done) : "memory");
 }
 
 __device__ __forceinline__ void write_result(const SampleOutputs& o, int64_t row, const RowResult& r) {

@@ -99,6 +99,13 @@
 #define TOKENSIFT_PIVOT_SPLIT_RUN_CALL 1
 #endif
 
+// Whether the chunked kernel's fused split launch streams behind it (1: a
+// programmatic dependent launch that takes each deferred row as the merge
+// publishes it, v38) or starts after it ends (0: split_fused_kernel).
+#ifndef TOKENSIFT_PIVOT_SPLIT_STREAM
+#define TOKENSIFT_PIVOT_SPLIT_STREAM 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -198,6 +205,7 @@ struct PivotPolicy {
   // was 4.3-13x the floor there).
   static constexpr bool kRowCtaTopP = TOKENSIFT_PIVOT_ROWCTA_TOP_P != 0;
   static constexpr bool kSplitRunCall = TOKENSIFT_PIVOT_SPLIT_RUN_CALL != 0;
+  static constexpr bool kSplitStream = TOKENSIFT_PIVOT_SPLIT_STREAM != 0;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
   // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one

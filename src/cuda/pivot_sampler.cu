@@ -38,14 +38,19 @@
 namespace tokensift::cuda_detail {
 
 struct PivotLayout {
-  size_t tickets, deferred_count, split_next, deferred_rows, split, split_hist, split_list, summaries, candidates, total;
+  size_t tickets, deferred_count, split_next, rows_done, deferred_rows, split, split_hist, split_list, summaries,
+      candidates, total;
+  // What every call starts from zero sits in front: [0, cleared) is one memset.
+  size_t cleared;
   PivotLayout(int64_t rows, int64_t vocab) {
     const int64_t chunks = pivot_chunks(vocab);
     tickets = 0;
     deferred_count = sizeof(uint32_t) * rows;  // right after the tickets, then the two item
-    split_next = deferred_count + sizeof(uint32_t);  // counters: one memset clears all of them
-    deferred_rows = align_up(split_next + 2 * sizeof(uint32_t));
-    split = deferred_rows + align_up(sizeof(int32_t) * rows);
+    split_next = deferred_count + sizeof(uint32_t);  // counters, the merged-row count and the
+    rows_done = split_next + 2 * sizeof(uint32_t);   // deferred list: one memset clears them all
+    deferred_rows = rows_done + sizeof(uint32_t);
+    cleared = deferred_rows + sizeof(uint32_t) * rows;
+    split = align_up(cleared);
     split_hist = split + align_up(sizeof(SplitRow) * rows);
     split_list = split_hist + align_up(sizeof(unsigned long long) * rows * PivotPolicy::kFbBins);
     summaries = split_list + align_up(sizeof(uint64_t) * rows * PivotPolicy::kFbListCap);
@@ -106,17 +111,18 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   a.candidates = reinterpret_cast<uint64_t*>(ws + lay.candidates);
   a.deferred_count = reinterpret_cast<uint32_t*>(ws + lay.deferred_count);
   a.split_next = reinterpret_cast<uint32_t*>(ws + lay.split_next);
-  a.deferred_rows = reinterpret_cast<int32_t*>(ws + lay.deferred_rows);
+  a.rows_done = reinterpret_cast<uint32_t*>(ws + lay.rows_done);
+  a.deferred_rows = reinterpret_cast<uint32_t*>(ws + lay.deferred_rows);
   a.split = reinterpret_cast<SplitRow*>(ws + lay.split);
   a.split_hist = reinterpret_cast<unsigned long long*>(ws + lay.split_hist);
   a.split_list = reinterpret_cast<uint64_t*>(ws + lay.split_list);
   const int64_t blocks = logits.rows * a.chunks;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  // The tickets must start at zero.  Other calls on this workspace (another
-  // shape, or the sort path) may have left scratch data where this call's
-  // tickets live, so they are cleared here: one small memset node, which
-  // also keeps a captured graph self-contained.
-  const cudaError_t me = cudaMemsetAsync(a.tickets, 0, sizeof(uint32_t) * (logits.rows + 3), stream);
+  // The tickets, counters and deferred list must start at zero.  Other calls
+  // on this workspace (another shape, or the sort path) may have left scratch
+  // data where this call's live, so they are cleared here: one small memset
+  // node, which also keeps a captured graph self-contained.
+  const cudaError_t me = cudaMemsetAsync(a.tickets, 0, lay.cleared, stream);
   if (me != cudaSuccess) return me;
   // The split fallback takes only top-p rows without top-k (pivot_merge.cuh);
   // when the parameters rule those out for every row, its launches are skipped.

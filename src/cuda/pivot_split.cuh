@@ -15,6 +15,9 @@
 // when no row of the call can qualify.  A pass-B item waits for its own
 // row's boundary (a flag pass A's last item releases), not for the whole of
 // pass A: the items it waits for were claimed before it, by running CTAs.
+// Behind the chunked kernel the one launch streams (split_stream_kernel,
+// sm_90's programmatic dependent launch): it runs beside the pivot kernel's
+// last wave and takes each row as the merge publishes it, row by row.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
@@ -135,14 +138,20 @@ struct SplitItem {
   const T* row;
 };
 
+// Chunk `chunk` of row `row_id`.
 template <class T, class Policy>
-__device__ SplitItem<T, Policy> split_item(const PivotArgs& a, int64_t item) {
+__device__ SplitItem<T, Policy> split_item(const PivotArgs& a, int64_t row_id, int32_t chunk) {
   SplitItem<T, Policy> it;
-  it.row_id = a.deferred_rows[item / a.chunks];
-  it.begin = (int32_t)(item % a.chunks) * Policy::kChunk;
+  it.row_id = row_id;
+  it.begin = chunk * Policy::kChunk;
   it.cfg = load_row_config(a.params, it.row_id, a.vocab);
   it.row = static_cast<const T*>(a.logits) + it.row_id * a.row_stride;
   return it;
+}
+
+// The row of a launch's deferred-list slot, once the pivot kernel is over.
+__device__ __forceinline__ int64_t deferred_row(const PivotArgs& a, int64_t slot) {
+  return (int64_t)a.deferred_rows[slot] - 1;
 }
 
 // Items are handed out one at a time from a counter, so a CTA that spends long
@@ -169,9 +178,9 @@ __device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
 // Pass A on one item: the chunk's histogram into the row's; the row's last
 // item finds the boundary bin and publishes it (SplitRow::ready).
 template <class T, class Policy>
-__device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t item, FallbackSmem<Policy>& sm,
-                                                  int& last_flag) {
-  const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
+__device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t row_id, int32_t chunk, int64_t item,
+                                                  FallbackSmem<Policy>& sm, int& last_flag) {
+  const SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, chunk);
   TS_SPLIT_ROW_FIRST(it.row_id, 1);
   TS_SPLIT_ITEM(0, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
@@ -223,11 +232,11 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t it
 // claimed before this one, by CTAs that are running, so the wait ends).
 template <class T, class Policy>
 __device__ __forceinline__ void split_pass_b_item(
-    const PivotArgs& a, int64_t item, FallbackSmem<Policy>& sm,
+    const PivotArgs& a, int64_t row_id, int32_t chunk, int64_t item, FallbackSmem<Policy>& sm,
     typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce, int& last_flag, bool wait) {
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   const float kNan = __int_as_float(0x7fffffff);
-  const SplitItem<T, Policy> it = split_item<T, Policy>(a, item);
+  const SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, chunk);
   TS_SPLIT_ROW_FIRST(it.row_id, 4);
   TS_SPLIT_ITEM(1, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
@@ -322,7 +331,8 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[0], item_slot); item < items;
        item = next_item(&a.split_next[0], item_slot))
-    split_pass_a_item<T, Policy>(a, item, sm, last_flag);
+    split_pass_a_item<T, Policy>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm,
+                                 last_flag);
   TS_SPLIT_EXIT(1);
 }
 
@@ -336,7 +346,8 @@ __global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
        item = next_item(&a.split_next[1], item_slot))
-    split_pass_b_item<T, Policy>(a, item, sm, reduce, last_flag, false);
+    split_pass_b_item<T, Policy>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm, reduce,
+                                 last_flag, false);
   TS_SPLIT_EXIT(2);
 }
 
@@ -354,9 +365,74 @@ __global__ void __launch_bounds__(Policy::kThreads) split_fused_kernel(TS_PIVOT_
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[0], item_slot); item < 2 * items;
        item = next_item(&a.split_next[0], item_slot)) {
-    if (item < items) split_pass_a_item<T, Policy>(a, item, sm, last_flag);
-    else split_pass_b_item<T, Policy>(a, item - items, sm, reduce, last_flag, true);
+    const int64_t b = item < items ? item : item - items;
+    const int64_t row_id = deferred_row(a, b / a.chunks);
+    const int32_t chunk = (int32_t)(b % a.chunks);
+    if (item < items) split_pass_a_item<T, Policy>(a, row_id, chunk, b, sm, last_flag);
+    else split_pass_b_item<T, Policy>(a, row_id, chunk, b, sm, reduce, last_flag, true);
   }
+  TS_SPLIT_EXIT(1);
+}
+
+// Thread 0: the row in deferred-list slot `slot`, waiting until the pivot
+// kernel publishes it (defer_row) or has merged every row without reaching
+// the slot (-1: no such row).  The count of merged rows is read with acquire
+// and each row's merge counts after its deferral, so once the count is full
+// every entry there will be is visible.
+__device__ __forceinline__ int64_t wait_deferred(const PivotArgs& a, int64_t slot) {
+  if (slot >= a.rows) return -1;
+  for (;;) {
+    const uint32_t r = load_acquire(&a.deferred_rows[slot]);
+    if (r) return (int64_t)r - 1;
+    if (load_acquire(a.rows_done) == (uint32_t)a.rows) {
+      const uint32_t again = load_acquire(&a.deferred_rows[slot]);
+      return again ? (int64_t)again - 1 : -1;
+    }
+    __nanosleep(256);
+  }
+}
+
+// The fused launch streaming behind the pivot kernel (PivotPolicy::
+// kSplitStream): launched as its programmatic dependent, it starts once every
+// pivot CTA has started (each triggers it first thing), in the slots the
+// pivot kernel's last wave leaves free, and takes each row as the merge
+// defers it instead of after the pivot kernel ends (at B = 64 the deferred
+// rows waited ~19 us for that, the longest stage of their chain; v38 in
+// docs/perf-notes.md).  Items go row by row, in the order rows were deferred:
+// a row's pass-A items, then its pass-B items, so a pass-B item waits only on
+// items claimed before it, by running CTAs (never on an unclaimed one), and an
+// item waits for its row's publication only on the pivot kernel, whose CTAs
+// have all started.  So nothing waits on a CTA that cannot run.  The CTAs
+// leave once they claim past the last deferred row; before they exit they
+// wait for the pivot kernel's end (griddepcontrol.wait), so the call's later
+// work never overlaps it.  Launched without the dependency (no sm_90), every
+// row is published when it starts and it runs as a plain fused launch, with
+// each row's pass B right behind its pass A.
+template <class T, class Policy>
+__global__ void __launch_bounds__(Policy::kThreads) split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
+  __shared__ FallbackSmem<Policy> sm;
+  __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
+  __shared__ int last_flag;
+  __shared__ int64_t item_slot;
+  __shared__ int64_t item_row;
+  TS_SPLIT_ENTRY(1);
+  for (;;) {
+    const int64_t item = next_item(&a.split_next[0], item_slot);
+    const int64_t slot = item / (2 * a.chunks);
+    if (threadIdx.x == 0) item_row = wait_deferred(a, slot);
+    __syncthreads();
+    const int64_t row_id = item_row;
+    if (row_id < 0) break;  // uniform: every later item lies past the last row too
+    const int64_t in_row = item - slot * 2 * a.chunks;
+    const bool pass_b = in_row >= a.chunks;
+    const int32_t chunk = (int32_t)(pass_b ? in_row - a.chunks : in_row);
+    const int64_t trace_item = slot * a.chunks + chunk;
+    if (!pass_b) split_pass_a_item<T, Policy>(a, row_id, chunk, trace_item, sm, last_flag);
+    else split_pass_b_item<T, Policy>(a, row_id, chunk, trace_item, sm, reduce, last_flag, true);
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   TS_SPLIT_EXIT(1);
 }
 

@@ -67,7 +67,9 @@ struct PivotArgs {
   uint64_t* candidates;      // [rows * chunks * kCap]
   uint32_t* deferred_count;  // rows deferred to the split fallback (zero between calls)
   uint32_t* split_next;      // [2]: next (row, chunk) item of each split launch (zero between calls)
-  int32_t* deferred_rows;    // [rows], their ids in the order they were deferred
+  uint32_t* rows_done;       // rows the pivot kernel has merged, deferred or not (zero between calls)
+  uint32_t* deferred_rows;   // [rows]: 1 + their ids in the order they were deferred, 0 until
+                             // published (zero between calls; the streaming split waits on them)
   SplitRow* split;           // [rows]
   unsigned long long* split_hist;  // [rows * kFbBins]
   uint64_t* split_list;      // [rows * kFbListCap]

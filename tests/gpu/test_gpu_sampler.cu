@@ -389,6 +389,28 @@ TEST(GpuSampler, GraphCaptureAndReplayPlain) {
 
 // One workspace serves calls of any shape and either algorithm in any order:
 // a smaller call's scratch must not be mistaken for a larger call's tickets.
+// The split fallback streaming behind the chunked kernel (its launch is the
+// pivot kernel's programmatic dependent: an edge of that kind in the graph).
+// 16 Gaussian rows at top-p 0.9, each kept set tens of thousands deep, so
+// every row defers to it; then 64 anchors'-style rows, of which some defer
+// while the others finish in the pivot kernel.  Each replay must equal an
+// eager call and the CPU backend.
+TEST(GpuSampler, GraphCaptureAndReplaySplitStream) {
+  TS_REQUIRE_GPU();
+  for (const Dist dist : {Dist::kGaussian, Dist::kOutlierHead}) {
+    BatchOptions o;
+    o.dist = dist;
+    o.random_params = false;
+    o.fixed = RowParams{1.0f, 0.0f, 0, 0.9f, 31, 0};
+    o.max_pad = 0;
+    HostBatch b = make_batch(dist == Dist::kGaussian ? 16 : 64, 129280, DType::kF32, 2029, o);
+    for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
+    bool ok = false;
+    check_graph_replay(b, nullptr, 3, true, ok);
+    if (!ok) flags()["graph_capture"] = "fail";
+  }
+}
+
 TEST(GpuSampler, WorkspaceReusedAcrossShapesAndAlgos) {
   TS_REQUIRE_GPU();
   SamplerConfig c;
