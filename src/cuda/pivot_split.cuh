@@ -398,37 +398,113 @@ __device__ __forceinline__ int64_t wait_deferred(const PivotArgs& a, int64_t slo
 // pivot kernel's last wave leaves free, and takes each row as the merge
 // defers it instead of after the pivot kernel ends (at B = 64 the deferred
 // rows waited ~19 us for that, the longest stage of their chain; v38 in
-// docs/perf-notes.md).  Items go row by row, in the order rows were deferred:
-// a row's pass-A items, then its pass-B items, so a pass-B item waits only on
-// items claimed before it, by running CTAs (never on an unclaimed one), and an
-// item waits for its row's publication only on the pivot kernel, whose CTAs
-// have all started.  So nothing waits on a CTA that cannot run.  The CTAs
-// leave once they claim past the last deferred row; before they exit they
-// wait for the pivot kernel's end (griddepcontrol.wait), so the call's later
-// work never overlaps it.  Launched without the dependency (no sm_90), every
-// row is published when it starts and it runs as a plain fused launch, with
-// each row's pass B right behind its pass A.
+// docs/perf-notes.md).
+//
+// Two counters hand out the items, pass A's and pass B's, each in the order
+// rows were deferred.  A CTA takes a pass-A item while the next one's row is
+// published (pass A first, as split_fused_kernel, which keeps the batches
+// where every row defers as fast as there: v38's first form, row by row,
+// lost 11-19 % on them), else a pass-B item of a row whose pass-A items are
+// all taken, else it sleeps.  The claims are plain fetch-and-adds after a
+// peek, so racing CTAs may overshoot: a pass-A item past the published rows
+// waits for its row (it may never come: then it is dropped), and a pass-B
+// item whose row still has pass-A items to hand out is kept back while its
+// CTA takes those first.  So every wait is on the pivot kernel, whose CTAs
+// have all started, or on a row's boundary once all of the row's pass-A items
+// are taken, by running CTAs: nothing waits on a CTA that cannot run.  The
+// CTAs leave when every row is merged and every item taken; before they exit
+// they wait for the pivot kernel's end (griddepcontrol.wait), so the call's
+// later work never overlaps it.  Launched without the dependency (no sm_90),
+// it finds every row deferred and runs as split_fused_kernel does.
+__device__ __forceinline__ uint32_t load_relaxed(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
+
+// Thread 0: the next item for this CTA (kind, item); `pending` carries a
+// pass-B item kept back across calls.
+__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& pending, int64_t& item) {
+  uint32_t* const a_next = &a.split_next[0];
+  uint32_t* const b_next = &a.split_next[1];
+  const int64_t per = a.chunks;
+  const int64_t cap = a.rows * per;
+  for (;;) {
+    const int64_t fa = load_relaxed(a_next);
+    if (pending >= 0 && fa >= (pending / per + 1) * per) {  // its row's pass-A items are all taken
+      item = pending;
+      pending = -1;
+      return kClaimB;
+    }
+    const int64_t sa = fa / per;
+    if (fa < cap && load_acquire(&a.deferred_rows[sa]) != 0u) {
+      item = atomicAdd(a_next, 1u);
+      return kClaimA;
+    }
+    if (pending < 0 && (int64_t)load_relaxed(b_next) < sa * per) {
+      const int64_t j = atomicAdd(b_next, 1u);
+      if (j < (int64_t)(load_relaxed(a_next) / per) * per) {
+        item = j;
+        return kClaimB;
+      }
+      pending = j;  // overshot: take its row's remaining pass-A items first
+      continue;
+    }
+    if (load_acquire(a.rows_done) == (uint32_t)a.rows) {
+      // Every row is merged, so every deferral is published and final.
+      const int64_t n = (int64_t)load_relaxed(a.deferred_count) * per;
+      if (fa < n) continue;  // pass-A items left: taken above
+      if (pending >= 0) {
+        if (pending < n) {
+          item = pending;
+          pending = -1;
+          return kClaimB;
+        }
+        pending = -1;  // past the last row: nothing to do
+      }
+      if ((int64_t)load_relaxed(b_next) < n) {
+        const int64_t j = atomicAdd(b_next, 1u);
+        if (j < n) {
+          item = j;
+          return kClaimB;
+        }
+      }
+      return kClaimExit;
+    }
+    __nanosleep(256);
+  }
+}
+
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads) split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
   __shared__ int last_flag;
-  __shared__ int64_t item_slot;
-  __shared__ int64_t item_row;
+  __shared__ int claim_kind;
+  __shared__ int64_t claim_item;
+  __shared__ int64_t claim_row;
   TS_SPLIT_ENTRY(1);
+  int64_t pending = -1;  // thread 0's
   for (;;) {
-    const int64_t item = next_item(&a.split_next[0], item_slot);
-    const int64_t slot = item / (2 * a.chunks);
-    if (threadIdx.x == 0) item_row = wait_deferred(a, slot);
+    __syncthreads();  // everyone has read the previous claim
+    if (threadIdx.x == 0) {
+      int64_t item = -1;
+      const int kind = split_stream_claim(a, pending, item);
+      claim_kind = kind;
+      claim_item = item;
+      claim_row = kind == kClaimExit ? -1 : wait_deferred(a, item / a.chunks);
+    }
     __syncthreads();
-    const int64_t row_id = item_row;
-    if (row_id < 0) break;  // uniform: every later item lies past the last row too
-    const int64_t in_row = item - slot * 2 * a.chunks;
-    const bool pass_b = in_row >= a.chunks;
-    const int32_t chunk = (int32_t)(pass_b ? in_row - a.chunks : in_row);
-    const int64_t trace_item = slot * a.chunks + chunk;
-    if (!pass_b) split_pass_a_item<T, Policy>(a, row_id, chunk, trace_item, sm, last_flag);
-    else split_pass_b_item<T, Policy>(a, row_id, chunk, trace_item, sm, reduce, last_flag, true);
+    const int kind = claim_kind;
+    if (kind == kClaimExit) break;  // uniform
+    const int64_t row_id = claim_row;
+    if (row_id < 0) continue;  // an item past the last deferred row (an overshot claim)
+    const int64_t item = claim_item;
+    const int32_t chunk = (int32_t)(item % a.chunks);
+    if (kind == kClaimA) split_pass_a_item<T, Policy>(a, row_id, chunk, item, sm, last_flag);
+    else split_pass_b_item<T, Policy>(a, row_id, chunk, item, sm, reduce, last_flag, true);
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
