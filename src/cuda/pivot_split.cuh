@@ -17,7 +17,7 @@
 // pass A: the items it waits for were claimed before it, by running CTAs.
 // Behind the chunked kernel the one launch streams (split_stream_kernel,
 // sm_90's programmatic dependent launch): it runs beside the pivot kernel's
-// last wave and takes each row as the merge publishes it, row by row.
+// last wave and takes each row as the merge publishes it.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
