@@ -40,6 +40,27 @@ __device__ __forceinline__ uint32_t load_acquire(const uint32_t* p) {
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+// A peek at a counter other CTAs move (no ordering: a claim follows by atomic).
+__device__ __forceinline__ uint32_t load_relaxed(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// Programmatic dependent launch (sm_90): the primary kernel lets its
+// dependent start once every CTA has triggered or exited; the dependent
+// waits for the primary's end and its memory.  Both are no-ops on a launch
+// without the dependency, and compiled out below sm_90.
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ __forceinline__ void pdl_wait_primary() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 
 // Every thread gets the block-wide result of `reduce` (a CUB block
 // collective that every thread calls; its value is valid in thread 0), passed

@@ -23,11 +23,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   const int64_t row = blockIdx.x / a.chunks;
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
   TS_SPLIT_ENTRY(0);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // The streaming split launch may start once every CTA has started: it only
-  // takes slots this kernel leaves free (a no-op without a dependent launch).
-  asm volatile("griddepcontrol.launch_dependents;");
-#endif
+  // takes slots this kernel leaves free.
+  pdl_launch_dependents();
 #ifdef TOKENSIFT_MERGE_TRACE
   const long long t_start = clock64();
   TS_CHUNK_MARK(0);
@@ -73,21 +71,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   TS_SPLIT_EXIT(0);
 }
 
-// The split fallback's launch (two above PivotPolicy::kSplitFusedMaxItems
-// items), after a kernel that may defer rows to it.  Its grid is never larger than the call
-// has chunks: a small batch gets a small grid (1,024 CTAs that find no item
+// Grid of the split fallback's launches: never larger than the call has
+// chunks, so a small batch gets a small grid (1,024 CTAs that find no item
 // still cost a launch's worth of scheduling and one contended atomic each).
-template <class T>
-void launch_split_fallback(const PivotArgs& a, cudaStream_t stream) {
+inline dim3 split_grid(const PivotArgs& a) {
   const int64_t items = a.rows * a.chunks;
-  const dim3 grid((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
-  const dim3 block(PivotPolicy::kThreads);
-  if (items <= PivotPolicy::kSplitFusedMaxItems) {
-    split_fused_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
-  } else {
-    split_hist_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
-    split_gather_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
-  }
+  return dim3((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
 }
 
 // Whether the current device runs programmatic dependent launches (sm_90 and
@@ -99,14 +88,13 @@ inline bool device_has_pdl() {
   return major >= 9;
 }
 
-// The fused split launch as the pivot kernel's programmatic dependent
+// The fused split launch as the previous kernel's programmatic dependent
 // (split_stream_kernel), where the device has it (sm_90 and later); elsewhere
 // a plain launch of the same kernel, which then finds every row deferred.
 template <class T>
 cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
-  const int64_t items = a.rows * a.chunks;
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
+  cfg.gridDim = split_grid(a);
   cfg.blockDim = dim3(PivotPolicy::kThreads);
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
@@ -116,18 +104,33 @@ cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
-  return cudaLaunchKernelEx(&cfg, split_stream_kernel<T, PivotPolicy>, a);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, split_stream_kernel<T, PivotPolicy>, a);
+  return e != cudaSuccess ? e : cudaGetLastError();  // and the previous launch's
+}
+
+// The split fallback's launch (two above PivotPolicy::kSplitFusedMaxItems
+// items), after a kernel that may defer rows to it.  `streams`: that kernel
+// triggers its dependents and counts its merged rows (row_merged), so the one
+// launch may stream behind it (PivotPolicy::kSplitStream).
+template <class T>
+cudaError_t launch_split_fallback(const PivotArgs& a, bool streams, cudaStream_t stream) {
+  const bool fused = a.rows * a.chunks <= PivotPolicy::kSplitFusedMaxItems;
+  if (fused && streams && PivotPolicy::kSplitStream) return launch_split_stream<T>(a, stream);
+  const dim3 grid = split_grid(a);
+  const dim3 block(PivotPolicy::kThreads);
+  if (fused) {
+    split_fused_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
+  } else {
+    split_hist_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
+    split_gather_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);
+  }
+  return cudaGetLastError();
 }
 
 template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream) {
   pivot_sample_kernel<T, PivotPolicy><<<blocks, PivotPolicy::kThreads, 0, stream>>>(a);
-  if (may_split && PivotPolicy::kSplitStream && a.rows * a.chunks <= PivotPolicy::kSplitFusedMaxItems) {
-    const cudaError_t e = launch_split_stream<T>(a, stream);
-    if (e != cudaSuccess) return e;
-  } else if (may_split) {
-    launch_split_fallback<T>(a, stream);
-  }
+  if (may_split) return launch_split_fallback<T>(a, /*streams=*/true, stream);
   return cudaGetLastError();
 }
 
@@ -148,7 +151,7 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, c
   // Min-p rows with top-p and no top-k whose survivors overflow the merge's
   // buffer, and top-p rows whose boundary the list misses or does not clear
   // of the band, are deferred to the split fallback, as on the chunked path.
-  if (may_split) launch_split_fallback<T>(a, stream);
+  if (may_split) return launch_split_fallback<T>(a, /*streams=*/false, stream);
   return cudaGetLastError();
 }
 

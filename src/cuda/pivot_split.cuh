@@ -416,12 +416,6 @@ __device__ __forceinline__ int64_t wait_deferred(const PivotArgs& a, int64_t slo
 // they wait for the pivot kernel's end (griddepcontrol.wait), so the call's
 // later work never overlaps it.  Launched without the dependency (no sm_90),
 // it finds every row deferred and runs as split_fused_kernel does.
-__device__ __forceinline__ uint32_t load_relaxed(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
 enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
 
 // Thread 0: the next item for this CTA (kind, item); `pending` carries a
@@ -506,9 +500,7 @@ __global__ void __launch_bounds__(Policy::kThreads) split_stream_kernel(TS_PIVOT
     if (kind == kClaimA) split_pass_a_item<T, Policy>(a, row_id, chunk, item, sm, last_flag);
     else split_pass_b_item<T, Policy>(a, row_id, chunk, item, sm, reduce, last_flag, true);
   }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  pdl_wait_primary();
   TS_SPLIT_EXIT(1);
 }
 
