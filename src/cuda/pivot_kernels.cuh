@@ -151,7 +151,9 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, c
   // Min-p rows with top-p and no top-k whose survivors overflow the merge's
   // buffer, and top-p rows whose boundary the list misses or does not clear
   // of the band, are deferred to the split fallback, as on the chunked path.
-  if (may_split) return launch_split_fallback<T>(a, /*streams=*/false, stream);
+  // The min-p and top-p kinds trigger their dependents and count their rows
+  // (row_merged), so the fused split launch streams behind them too.
+  if (may_split) return launch_split_fallback<T>(a, /*streams=*/true, stream);
   return cudaGetLastError();
 }
 

@@ -24,9 +24,13 @@
 
 // Batches of scalar top-k rows from this many rows run the row-CTA kernel
 // (pivot_rowcta.cuh); a build-time knob so that a `variant` build can time
-// the chunked kernel on the same shapes (a huge value: never).
+// the chunked kernel on the same shapes (a huge value: never).  64 since
+// v39: at B = 64 the row-CTA kernel beat the chunked one by 12-31 % for k50,
+// k50_p0.9 and min-p and 4-8 % for p0.9 (f53c303, variant 16), with the
+// streaming split behind it for the rows it defers; at B = 16 it lost
+// 31-64 % (a CTA per row leaves most SMs idle).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS
-#define TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS 256
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS 64
 #endif
 // The row-CTA kernel's logits per thread per iteration (in 16-byte loads in
 // flight) and its CTAs per SM (the register cap), knobs so that a `variant`

@@ -265,6 +265,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   const int64_t row_id = blockIdx.x;
   TS_ROWCTA_NS(0);
   TS_ROWCTA_MARK(0);
+  // Kinds that may defer a row: the streaming split launch behind this
+  // kernel may start once every CTA has started (it takes only the slots
+  // these CTAs leave free, and each deferred row as it is published).
+  if constexpr (kKind != kRowCtaTopK) pdl_launch_dependents();
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
   // The row's 16-byte-aligned body in vectors; the head and tail (each
@@ -703,7 +707,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       TS_ROWCTA_MARK(6);
     }
   }
-  if (threadIdx.x == 0 && r.status != kRowDeferred) write_result(a.out, row_id, r);
+  if (threadIdx.x == 0) {
+    if (r.status != kRowDeferred) write_result(a.out, row_id, r);
+    // After the deferral's release (defer_row, same thread): the streaming
+    // split launch ends once every row is counted here.
+    if constexpr (kKind != kRowCtaTopK) row_merged(a);
+  }
   TS_ROWCTA_NS(1);
 }
 
