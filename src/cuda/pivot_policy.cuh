@@ -32,6 +32,16 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS
 #define TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS 64
 #endif
+// Top-p-only batches (kRowCtaTopP) from this many rows, or from
+// kRowCtaMinRows when the chunked kernel's split launch could not stream
+// (rows x chunks above kSplitFusedMaxItems).  At B = 64 the chunked kernel
+// with its streaming split beat the row-CTA kernel for p0.9 by 1-5 % at
+// V <= 151,936 (the row-CTA rows end together and defer their rows last);
+// where it cannot stream (V = 262,208) the row-CTA kernel won by 7-8 %, and
+// at B = 128 by 25-31 % at every V (v39, d331823).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS
+#define TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS 128
+#endif
 // The row-CTA kernel's logits per thread per iteration (in 16-byte loads in
 // flight) and its CTAs per SM (the register cap), knobs so that a `variant`
 // build can time others.
@@ -167,11 +177,12 @@ struct PivotPolicy {
   // 8,192.  The choice depends on B and V only and both give the same bits.
   static constexpr int64_t kSplitFusedMaxItems = TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ITEMS;
   // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
-  // min-p) and scalar min-p calls from this many rows, where its grid first
-  // holds two rows per SM (fp32 k50: 62 us at 256 rows against the chunked
-  // kernel's 104; a row alone on an SM takes ~60 us, the chunked kernel does
-  // 128 rows in 62); its first threshold aims at the row's top kRowCtaAim.
+  // min-p) and scalar min-p calls from this many rows (v39: 64; the kernel's
+  // per-row time has fallen since v19's fit, fp32 k50 B = 64 40.1 -> 32.6 us
+  // against the chunked kernel), scalar top-p-only calls from
+  // kRowCtaTopPMinRows; its first threshold aims at the row's top kRowCtaAim.
   static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
+  static constexpr int64_t kRowCtaTopPMinRows = TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS;
   static constexpr int kRowCtaAim = TOKENSIFT_PIVOT_ROWCTA_AIM;
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),
   // loaded one iteration ahead (twice that in flight), at 2 CTAs per SM (128

@@ -61,10 +61,11 @@ struct PivotLayout {
 
 size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
 
-// Large batches whose every row is a min-p row, a top-k row with k <
-// kWarpList and no min-p, or (without log-probs, V < 2^kFbMaxVocabBits) a
-// top-p row without top-k or min-p, by scalar parameters: one CTA streams
-// each row (pivot_rowcta.cuh).  Top-k and min-p rows end in the same
+// Batches of kRowCtaMinRows rows or more whose every row is a min-p row, a
+// top-k row with k < kWarpList and no min-p, or (without log-probs, V <
+// 2^kFbMaxVocabBits; from kRowCtaTopPMinRows rows unless the chunked
+// kernel's split launch could not stream) a top-p row without top-k or
+// min-p, by scalar parameters: one CTA streams each row (pivot_rowcta.cuh).  Top-k and min-p rows end in the same
 // decision on the same sorted list on either path (the row's top k; its
 // min-p survivors); top-p rows keep the same count because both paths decide
 // from their list only when the boundary is clear of the band and send every
@@ -82,8 +83,10 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
   const bool k_on = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
   if (k_on) return p.top_k.value < PivotPolicy::kWarpList ? kRowCtaTopK : -1;
   if (PivotPolicy::kRowCtaTopP && p.top_p.value < 1.0f && out.logprobs == nullptr &&
-      split_vocab_ok<PivotPolicy>(logits.vocab))
-    return kRowCtaTopP;
+      split_vocab_ok<PivotPolicy>(logits.vocab)) {
+    const bool chunked_streams = logits.rows * pivot_chunks(logits.vocab) <= PivotPolicy::kSplitFusedMaxItems;
+    if (logits.rows >= PivotPolicy::kRowCtaTopPMinRows || !chunked_streams) return kRowCtaTopP;
+  }
   return -1;
 }
 
