@@ -387,6 +387,27 @@ TEST(GpuSampler, GraphCaptureAndReplayPlain) {
   check_scalar_graph_replay(2026, ScalarFilter{0.9f, 0, 1.0f, 0.0f}, false);
 }
 
+// The split launch streaming behind the row-CTA kernel: 64 Gaussian rows
+// (V = 129,280: 2,048 split items, one launch) with scalar min-p 0.001 and
+// top-p 0.9, so that each row's min-p survivors (z within 6.9 of the max of
+// N(0, 2^2) rows: ~20,000) overflow the kernel's list and the row defers
+// to the split launch, which takes it as the row's CTA publishes it.  Each
+// replay must equal an eager call and the CPU backend.
+TEST(GpuSampler, GraphCaptureAndReplayRowCtaSplitStream) {
+  TS_REQUIRE_GPU();
+  const ScalarFilter f{1.0f, 0, 0.9f, 0.001f};
+  BatchOptions o;
+  o.dist = Dist::kGaussian;
+  o.random_params = false;
+  o.max_pad = 0;
+  HostBatch b = make_batch(64, 129280, DType::kF32, 2031, o);
+  f.set_rows(b);
+  for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
+  bool ok = false;
+  check_graph_replay(b, &f, 3, true, ok);
+  if (!ok) flags()["graph_capture"] = "fail";
+}
+
 // One workspace serves calls of any shape and either algorithm in any order:
 // a smaller call's scratch must not be mistaken for a larger call's tickets.
 // The split fallback streaming behind the chunked kernel (its launch is the
@@ -720,7 +741,10 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["rowcta_scalar"];
   int reported = 0;
-  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}};
+  // 64 and 128 rows: the switch to the row-CTA kernel (kRowCtaMinRows); at
+  // 64 x 32 chunks its min-p rows with top-p defer to the split launch
+  // streaming behind it.
+  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}, {64, 129280}, {128, 151936}};
   const ScalarFilter filters[] = {{1.0f, 50, 0.9f, 0.0f},  {0.7f, 8, 1.0f, 0.0f},   {1.5f, 63, 0.5f, 0.0f},
                                   {1.0f, 1, 1.0f, 0.0f},   {1.0f, 0, 1.0f, 0.05f},  {0.8f, 20, 0.9f, 0.1f},
                                   {1.0f, 100, 1.0f, 0.02f}, {1.2f, 0, 0.95f, 0.3f}};
@@ -847,7 +871,10 @@ TEST(GpuSampler, RowCtaTopPBatchesMatchCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["rowcta_top_p"];
   int reported = 0;
-  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}, {257, 1}, {256, 7}};
+  // 128 rows: the top-p switch (kRowCtaTopPMinRows); 64 rows at V = 262,208:
+  // the row-CTA kernel where the chunked kernel's split launch cannot stream.
+  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}, {257, 1},
+                               {256, 7},      {128, 129280}, {64, 262208}};
   const ScalarFilter filters[] = {{1.0f, 0, 0.9f, 0.0f},          {0.7f, 0, 0.5f, 0.0f},  {1.5f, 0, 0.95f, 0.0f},
                                   {1.0f, 0x7fffffff, 0.8f, 0.0f}, {1.0f, 0, 0.05f, 0.0f}, {0.9f, 0, 0.999f, 0.0f}};
   uint64_t seed = 3100;
