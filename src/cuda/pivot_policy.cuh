@@ -42,6 +42,18 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS
 #define TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS 128
 #endif
+// Min-p batches (kRowCtaMinP) from this many rows.  At B = 64 the row-CTA
+// kernel took the anchors' rows 11-25 % faster, but rows with one dominant
+// token 3x slower (fp32 34.0 -> 102.5 us; at B = 256 such rows take 121 us
+// where k50 takes 46.  Not yet traced; the likely cause, from the kernel's
+// design: until the CTA streams the dominant token its running max is the
+// Gaussian's, its buffer overflows past kRowCtaMinPCompactions, and one CTA
+// reads the row a second time in the merge's gather) and pure Gaussian rows 13-21 % slower at V >=
+// 151,936 (v39, 5ff1639's table and d331823's variant), so min-p keeps the
+// old switch until that fallback is cheaper.
+#ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS 256
+#endif
 // The row-CTA kernel's logits per thread per iteration (in 16-byte loads in
 // flight) and its CTAs per SM (the register cap), knobs so that a `variant`
 // build can time others.
@@ -177,12 +189,14 @@ struct PivotPolicy {
   // 8,192.  The choice depends on B and V only and both give the same bits.
   static constexpr int64_t kSplitFusedMaxItems = TOKENSIFT_PIVOT_SPLIT_FUSED_MAX_ITEMS;
   // Row-CTA kernel (pivot_rowcta.cuh): scalar top-k calls (k < kWarpList, no
-  // min-p) and scalar min-p calls from this many rows (v39: 64; the kernel's
-  // per-row time has fallen since v19's fit, fp32 k50 B = 64 40.1 -> 32.6 us
-  // against the chunked kernel), scalar top-p-only calls from
-  // kRowCtaTopPMinRows; its first threshold aims at the row's top kRowCtaAim.
+  // min-p) from this many rows (v39: 64; the kernel's per-row time has
+  // fallen since v19's fit, fp32 k50 B = 64 40.1 -> 32.6 us against the
+  // chunked kernel), scalar top-p-only calls from kRowCtaTopPMinRows, scalar
+  // min-p calls from kRowCtaMinPMinRows; its first threshold aims at the
+  // row's top kRowCtaAim.
   static constexpr int64_t kRowCtaMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_ROWS;
   static constexpr int64_t kRowCtaTopPMinRows = TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS;
+  static constexpr int64_t kRowCtaMinPMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS;
   static constexpr int kRowCtaAim = TOKENSIFT_PIVOT_ROWCTA_AIM;
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),
   // loaded one iteration ahead (twice that in flight), at 2 CTAs per SM (128

@@ -61,11 +61,12 @@ struct PivotLayout {
 
 size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
 
-// Batches of kRowCtaMinRows rows or more whose every row is a min-p row, a
-// top-k row with k < kWarpList and no min-p, or (without log-probs, V <
-// 2^kFbMaxVocabBits; from kRowCtaTopPMinRows rows unless the chunked
-// kernel's split launch could not stream) a top-p row without top-k or
-// min-p, by scalar parameters: one CTA streams each row (pivot_rowcta.cuh).  Top-k and min-p rows end in the same
+// Batches whose every row is a top-k row with k < kWarpList and no min-p
+// (from kRowCtaMinRows rows), a min-p row (from kRowCtaMinPMinRows), or
+// (without log-probs, V < 2^kFbMaxVocabBits; from kRowCtaTopPMinRows rows,
+// or kRowCtaMinRows where the chunked kernel's split launch could not
+// stream) a top-p row without top-k or min-p, by scalar parameters: one CTA
+// streams each row (pivot_rowcta.cuh).  Top-k and min-p rows end in the same
 // decision on the same sorted list on either path (the row's top k; its
 // min-p survivors); top-p rows keep the same count because both paths decide
 // from their list only when the boundary is clear of the band and send every
@@ -79,7 +80,8 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
   if (logits.rows < PivotPolicy::kRowCtaMinRows) return -1;
   if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return -1;
   if (contract::is_greedy_temperature(p.temperature.value)) return -1;
-  if (p.min_p.value > 0.0f) return kRowCtaMinP;  // min-p rows, with any top-k and top-p
+  if (p.min_p.value > 0.0f)  // min-p rows, with any top-k and top-p
+    return logits.rows >= PivotPolicy::kRowCtaMinPMinRows ? kRowCtaMinP : -1;
   const bool k_on = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
   if (k_on) return p.top_k.value < PivotPolicy::kWarpList ? kRowCtaTopK : -1;
   if (PivotPolicy::kRowCtaTopP && p.top_p.value < 1.0f && out.logprobs == nullptr &&

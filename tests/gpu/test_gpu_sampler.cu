@@ -387,25 +387,33 @@ TEST(GpuSampler, GraphCaptureAndReplayPlain) {
   check_scalar_graph_replay(2026, ScalarFilter{0.9f, 0, 1.0f, 0.0f}, false);
 }
 
-// The split launch streaming behind the row-CTA kernel: 64 Gaussian rows
-// (V = 129,280: 2,048 split items, one launch) with scalar min-p 0.001 and
-// top-p 0.9, so that each row's min-p survivors (z within 6.9 of the max of
-// N(0, 2^2) rows: ~20,000) overflow the kernel's list and the row defers
-// to the split launch, which takes it as the row's CTA publishes it.  Each
-// replay must equal an eager call and the CPU backend.
+// The split launch streaming behind the kernel that defers min-p rows:
+// Gaussian rows with scalar min-p 0.001 and top-p 0.9, so that each row's
+// min-p survivors (z within 6.9 of the row's max: ~9,000 of 32,768 and
+// ~20,000 of 129,280 tokens of N(0, 2^2)) overflow the merge's list and the
+// row defers to the split launch, which takes it as it is published.
+//   256 rows at V = 32,768: the row-CTA kernel (min-p from
+//     kRowCtaMinPMinRows rows; 256 x 8 chunks = 2,048 split items, one
+//     launch, streaming behind it);
+//   64 rows at V = 129,280: the chunked kernel (the row-CTA kernel at
+//     6b78ae9, whose switch for min-p was 64 rows then).
+// Each replay must equal an eager call and the CPU backend.
 TEST(GpuSampler, GraphCaptureAndReplayRowCtaSplitStream) {
   TS_REQUIRE_GPU();
   const ScalarFilter f{1.0f, 0, 0.9f, 0.001f};
-  BatchOptions o;
-  o.dist = Dist::kGaussian;
-  o.random_params = false;
-  o.max_pad = 0;
-  HostBatch b = make_batch(64, 129280, DType::kF32, 2031, o);
-  f.set_rows(b);
-  for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
-  bool ok = false;
-  check_graph_replay(b, &f, 3, true, ok);
-  if (!ok) flags()["graph_capture"] = "fail";
+  const BatchShape shapes[] = {{256, 32768}, {64, 129280}};
+  for (const BatchShape& sh : shapes) {
+    BatchOptions o;
+    o.dist = Dist::kGaussian;
+    o.random_params = false;
+    o.max_pad = 0;
+    HostBatch b = make_batch(sh.rows, sh.vocab, DType::kF32, 2031, o);
+    f.set_rows(b);
+    for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
+    bool ok = false;
+    check_graph_replay(b, &f, 3, true, ok);
+    if (!ok) flags()["graph_capture"] = "fail";
+  }
 }
 
 // One workspace serves calls of any shape and either algorithm in any order:
@@ -741,9 +749,9 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["rowcta_scalar"];
   int reported = 0;
-  // 64 and 128 rows: the switch to the row-CTA kernel (kRowCtaMinRows); at
-  // 64 x 32 chunks its min-p rows with top-p defer to the split launch
-  // streaming behind it.
+  // 64 and 128 rows: the row-CTA kernel's switch for top-k rows
+  // (kRowCtaMinRows); their min-p filters take the chunked kernel there
+  // (kRowCtaMinPMinRows), which must give the same results.
   const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}, {64, 129280}, {128, 151936}};
   const ScalarFilter filters[] = {{1.0f, 50, 0.9f, 0.0f},  {0.7f, 8, 1.0f, 0.0f},   {1.5f, 63, 0.5f, 0.0f},
                                   {1.0f, 1, 1.0f, 0.0f},   {1.0f, 0, 1.0f, 0.05f},  {0.8f, 20, 0.9f, 0.1f},
