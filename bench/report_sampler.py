@@ -96,16 +96,20 @@ def main():
             notes.append("1.5x floor: " + ("met" if xf <= 1.5 else "missed"))
         if batch == 1 and vocab == 129280 and case == "k50_p0.9" and dtype == "fp32":
             notes.append("<= 8 us: " + ("met" if p["us_graph"] <= 8 else "missed"))
-        L.append(f"| {dtype} | {vocab} | {batch} | {case} | {p['us_graph']:.1f} | {p['us_eager']:.1f} | {xf:.1f}x"
+        star = "*" if "commit" in p else ""  # merged in from another commit (see below the table)
+        L.append(f"| {dtype} | {vocab} | {batch} | {case} | {p['us_graph']:.1f}{star} | {p['us_eager']:.1f} | {xf:.1f}x"
                  f" | {s['us_graph']:.0f} |" if s else
-                 f"| {dtype} | {vocab} | {batch} | {case} | {p['us_graph']:.1f} | {p['us_eager']:.1f} | {xf:.1f}x | – |")
+                 f"| {dtype} | {vocab} | {batch} | {case} | {p['us_graph']:.1f}{star} | {p['us_eager']:.1f} | {xf:.1f}x | – |")
         L[-1] += f" {peer[0] + ' ' + format(peer[1], '.1f') if peer else ''} | {ratio} | {'; '.join(notes)} |"
     L += ["", f"Cells with an anchor peer: {n_peer}; at least 2x faster than the best peer: {n_2x}.", ""]
+    if "merged" in main_j:
+        L += ["\\* " + main_j["merged"], ""]
     if a.second:
         L += ["## Second table: flat and one-dominant-token rows (V = 129280)", "",
               "| dtype | dist | B | case | pivot us (graph) | eager | x floor |", "|---|---|---|---|---|---|---|"]
         for r in sorted(sec["records"], key=lambda r: (r["dtype"], r["dist"], r["batch"], r["case"])):
-            L.append(f"| {r['dtype']} | {r['dist']} | {r['batch']} | {r['case']} | {r['us_graph']:.1f} |"
+            star = "*" if "commit" in r else ""
+            L.append(f"| {r['dtype']} | {r['dist']} | {r['batch']} | {r['case']} | {r['us_graph']:.1f}{star} |"
                      f" {r['us_eager']:.1f} | {r['us_graph'] / r['floor_us']:.1f}x |")
     open(a.out_prefix + ".md", "w").write("\n".join(L) + "\n")
 
