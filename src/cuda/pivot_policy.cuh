@@ -45,10 +45,10 @@
 // Min-p batches (kRowCtaMinP) from this many rows.  At B = 64 the row-CTA
 // kernel took the anchors' rows 11-25 % faster, but rows with one dominant
 // token 3x slower (fp32 34.0 -> 102.5 us; at B = 256 such rows take 121 us
-// where k50 takes 46.  Not yet traced; the likely cause, from the kernel's
-// design: until the CTA streams the dominant token its running max is the
-// Gaussian's, its buffer overflows past kRowCtaMinPCompactions, and one CTA
-// reads the row a second time in the merge's gather) and pure Gaussian rows 13-21 % slower at V >=
+// where k50 takes 46.  Not yet traced: until the CTA streams the dominant
+// token its running max is the Gaussian's and ~7 % of the logits pass
+// min-p against it, ~4,400 offers per row by a replay of the list logic,
+// perf-notes v39c) and pure Gaussian rows 13-21 % slower at V >=
 // 151,936 (v39, 5ff1639's table and d331823's variant), so min-p keeps the
 // old switch until that fallback is cheaper.
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS
