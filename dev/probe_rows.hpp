@@ -26,6 +26,20 @@ inline std::vector<float> anchor_rows(int B, int64_t V, float sigma, int boosted
   return h;
 }
 
+// B rows of N(0, 1) logits with one token of each at 30 (the benchmark's
+// `dominant` rows: min-p keeps only it, but a CTA streaming the row learns
+// the row's max only when it reaches that token).
+inline std::vector<float> dominant_rows(int B, int64_t V) {
+  std::mt19937_64 gen(4321);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> h((size_t)B * V);
+  for (int r = 0; r < B; ++r) {
+    for (int64_t i = 0; i < V; ++i) h[(size_t)r * V + i] = nd(gen);
+    h[(size_t)r * V + gen() % V] = 30.0f;
+  }
+  return h;
+}
+
 __global__ void spin_kernel(long long cycles) {
   const long long t0 = clock64();
   while (clock64() - t0 < cycles) {

@@ -10,8 +10,13 @@
 // measured here): parameters, first iteration and tau, the stream, the row
 // statistics, the final compaction, the finish (and its own stages: the
 // one-warp sort, decision and race); then min / median / p90 / max
-// over the CTAs, the kernel's span by %globaltimer, and how many rows were
-// streamed twice or compacted mid-stream.
+// over the CTAs, the kernel's span by %globaltimer, how many rows were
+// streamed twice or compacted mid-stream, and the tokens offered per row.
+//   rowcta_trace [V] [rows] [batches]
+// rows: anchors (default), gaussian (N(0, 2^2), no boosted head) or dominant
+// (N(0, 1) with one token at 30 per row); batches: a comma list (default
+// 256,1024; the row-CTA kernel runs from its switch, kRowCtaMinRows for k50
+// and kRowCtaMinPMinRows for min-p, and prints no trace below it).
 // Build and run on the device (gpu-check's `rowcta_trace` step):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
 //        -DTOKENSIFT_ROWCTA_TRACE dev/rowcta_trace.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o /tmp/rt
@@ -21,6 +26,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "cuda/pivot_kernels.cuh"  // the kernels, instantiated here by launch_pivot
@@ -32,8 +38,17 @@ using namespace tokensift::cuda_detail;
 
 int main(int argc, char** argv) {
   const int64_t V = argc > 1 ? atoll(argv[1]) : 129280;
-  const int kMaxB = 1024;
-  const std::vector<float> h = probe::anchor_rows(kMaxB, V, 2.0f, 20);
+  const std::string rows = argc > 2 ? argv[2] : "anchors";
+  std::vector<int> batches;
+  for (const char* b = argc > 3 ? argv[3] : "256,1024"; *b;) {
+    batches.push_back(atoi(b));
+    while (*b && *b != ',') ++b;
+    if (*b == ',') ++b;
+  }
+  const int kMaxB = *std::max_element(batches.begin(), batches.end());
+  const std::vector<float> h = rows == "dominant"   ? probe::dominant_rows(kMaxB, V)
+                               : rows == "gaussian" ? probe::anchor_rows(kMaxB, V, 2.0f, 0)
+                                                    : probe::anchor_rows(kMaxB, V, 2.0f, 20);
   std::vector<__nv_bfloat16> hb(h.size());
   for (size_t i = 0; i < h.size(); ++i) hb[i] = __float2bfloat16(h[i]);
   float* d32;
@@ -44,7 +59,7 @@ int main(int argc, char** argv) {
   cudaMemcpy(d16, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice);
   const probe::BatchBuffers buf(kMaxB, V);
   const double mhz = probe::sm_clock_mhz();
-  printf("SM clock %.0f MHz, V = %lld\n", mhz, (long long)V);
+  printf("SM clock %.0f MHz, V = %lld, %s rows\n", mhz, (long long)V, rows.c_str());
 
   struct Case {
     const char* name;
@@ -53,7 +68,7 @@ int main(int argc, char** argv) {
   };
   const Case cases[] = {{"k50", 50, 0.0f}, {"minp0.05", 0, 0.05f}};
   for (int dt = 0; dt < 2; ++dt) {
-    for (int B : {256, 1024}) {
+    for (int B : batches) {
       for (const Case& c : cases) {
         SamplingParams p;
         p.top_k.value = c.k;
@@ -77,7 +92,7 @@ int main(int argc, char** argv) {
         cudaDeviceSynchronize();
         std::vector<long long> tr((size_t)kRowCtaTraceRows * 7);
         std::vector<unsigned long long> ns((size_t)kRowCtaTraceRows * 2);
-        std::vector<int> info((size_t)kRowCtaTraceRows * 4);
+        std::vector<int> info((size_t)kRowCtaTraceRows * kRowCtaTraceInfo);
         cudaMemcpyFromSymbol(tr.data(), rowcta_trace, sizeof(long long) * tr.size());
         cudaMemcpyFromSymbol(ns.data(), rowcta_ns, sizeof(unsigned long long) * ns.size());
         cudaMemcpyFromSymbol(info.data(), rowcta_info, sizeof(int) * info.size());
@@ -131,13 +146,18 @@ int main(int argc, char** argv) {
         probe::stats_line("CTA span (globaltimer)", span);
         probe::stats_line("CTA start after first", start);
         int twice = 0, compacted = 0;
-        std::vector<double> cnt;
+        std::vector<double> cnt, comps, offers;
         for (int r = 0; r < n; ++r) {
-          twice += info[(size_t)r * 4] > 1;
-          compacted += info[(size_t)r * 4 + 1] > 0;
-          cnt.push_back(info[(size_t)r * 4 + 2]);
+          const int* in = &info[(size_t)r * kRowCtaTraceInfo];
+          twice += in[0] > 1;
+          compacted += in[1] > 0;
+          cnt.push_back(in[2]);
+          comps.push_back(in[1]);
+          offers.push_back(in[4]);
         }
         probe::stats_line("listed at stream end", cnt);
+        probe::stats_line("compactions / filters", comps);
+        probe::stats_line("tokens offered", offers);
         printf("    kernel span %.1f us; rows streamed twice %d, compacted mid-stream %d, finished %d of %d\n",
                (double)(t1 - t0) / 1e3, twice, compacted, finished, n);
       }

@@ -5,7 +5,8 @@
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
 #                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace,sortprobe (default build,test,sanitize,bench)
-# rowctatrace: TRACE_VOCABS, and TRACE_VARIANT_FLAGS for more traces built
+# rowctatrace: TRACE_VOCABS, TRACE_ROWS (anchors, gaussian or dominant),
+# TRACE_BATCHES (comma list), and TRACE_VARIANT_FLAGS for more traces built
 # with other knobs ('|'-separated sets: rowcta-trace-variant{,1,2,...}.log).
 # splittrace: likewise SPLIT_TRACE_VARIANT_FLAGS (split-trace-variant<i>.log).
 # profile: Nsight Compute, every section and per-line stall samples (clocks
@@ -148,12 +149,12 @@ if has rowctatrace; then
   log rowcta trace
   wait
   [ -x /tmp/rowcta_trace ] || build_probe rowcta_trace -DTOKENSIFT_ROWCTA_TRACE || tail -20 "$OUT/probe-build.log"
-  for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace $v 2>&1; done | tee "$OUT/rowcta-trace.log"
+  for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace $v ${TRACE_ROWS:-anchors} ${TRACE_BATCHES:-256,1024} 2>&1; done | tee "$OUT/rowcta-trace.log"
   for vi in "${!trace_vsets[@]}"; do
     log "rowcta trace variant $vi: ${trace_vsets[$vi]}"
     [ -x /tmp/rowcta_trace_v$vi ] || build_trace_variant $vi || tail -20 "$OUT/probe-build.log"
     sfx=$([ "$vi" = 0 ] && echo "" || echo "$vi")  # the first keeps its old name
-    for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace_v$vi $v 2>&1; done | tee "$OUT/rowcta-trace-variant$sfx.log"
+    for v in ${TRACE_VOCABS:-129280}; do /tmp/rowcta_trace_v$vi $v ${TRACE_ROWS:-anchors} ${TRACE_BATCHES:-256,1024} 2>&1; done | tee "$OUT/rowcta-trace-variant$sfx.log"
   done
 fi
 

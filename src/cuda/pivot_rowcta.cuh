@@ -120,12 +120,15 @@ union PivotSmem {
 // parameters in, 2 first tau set, 3 stream done, 4 row
 // statistics reduced, 5 final compaction done, 6 finish done), its entry and
 // exit %globaltimer, and per row: passes, compactions, the buffer's count when
-// the stream ended, the SM.
+// the stream ended, the SM, and the tokens offered to the buffer (the count's
+// growth between compactions, summed; a token that found the buffer full and
+// was offered again counts twice).
 #ifdef TOKENSIFT_ROWCTA_TRACE
 constexpr int kRowCtaTraceRows = 4096;
+constexpr int kRowCtaTraceInfo = 5;
 __device__ long long rowcta_trace[kRowCtaTraceRows][7];
 __device__ unsigned long long rowcta_ns[kRowCtaTraceRows][2];
-__device__ int rowcta_info[kRowCtaTraceRows][4];
+__device__ int rowcta_info[kRowCtaTraceRows][kRowCtaTraceInfo];
 #define TS_ROWCTA_MARK(i)                                                                      \
   do {                                                                                         \
     if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_trace[blockIdx.x][i] = clock64(); \
@@ -347,6 +350,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   TS_ROWCTA_MARK(1);
 #ifdef TOKENSIFT_ROWCTA_TRACE
   int trace_compactions = 0;
+  int trace_offers = 0, trace_base = 0;  // thread 0: tokens offered, the count after the last compaction
   {
     unsigned smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
@@ -581,6 +585,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       // across the compaction (it did, and spilled).
       while (__syncthreads_or((!kMinP || !overflow_sh) &&
                               (dropped != 0 || (threadIdx.x == 0 && sm.count > Policy::kMergeCap / 2)))) {
+#ifdef TOKENSIFT_ROWCTA_TRACE
+        if (threadIdx.x == 0) trace_offers += sm.count - trace_base;
+#endif
         if (kMinP) {
           if (!rowcta_filter_minp<Policy>(sm, cur_max, cfg.ln_minp)) {
             // More survivors than the buffer holds against the max so far
@@ -606,6 +613,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         }
 #ifdef TOKENSIFT_ROWCTA_TRACE
         ++trace_compactions;
+        if (threadIdx.x == 0) trace_base = sm.count;
 #endif
         uint32_t again = dropped;
         dropped = 0;
@@ -641,6 +649,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     TS_ROWCTA_MARK(3);
     TS_ROWCTA_INFO(2, sm.count);
     TS_ROWCTA_INFO(0, pass + 1);
+#ifdef TOKENSIFT_ROWCTA_TRACE
+    if (threadIdx.x == 0) trace_offers += sm.count - trace_base;
+    trace_base = 0;  // the next pass starts from an empty buffer
+    TS_ROWCTA_INFO(4, trace_offers);
+#endif
     {
       ChunkStats st{raw_max, eligible, 0, 0.0f, 0.0f};
       __syncthreads();
