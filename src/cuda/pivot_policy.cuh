@@ -38,7 +38,7 @@
 // with its streaming split beat the row-CTA kernel for p0.9 by 1-5 % at
 // V <= 151,936 (the row-CTA rows end together and defer their rows last);
 // where it cannot stream (V = 262,208) the row-CTA kernel won by 7-8 %, and
-// at B = 128 by 25-31 % at every V (v39, d331823).
+// at B = 128 by 25-32 % at every V (v39, d331823).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS
 #define TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS 128
 #endif
