@@ -114,7 +114,7 @@ cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
 // launch may stream behind it (PivotPolicy::kSplitStream).
 template <class T>
 cudaError_t launch_split_fallback(const PivotArgs& a, bool streams, cudaStream_t stream) {
-  const bool fused = a.rows * a.chunks <= PivotPolicy::kSplitFusedMaxItems;
+  const bool fused = split_fused(a.rows, a.chunks);
   if (fused && streams && PivotPolicy::kSplitStream) return launch_split_stream<T>(a, stream);
   const dim3 grid = split_grid(a);
   const dim3 block(PivotPolicy::kThreads);

@@ -248,4 +248,8 @@ inline int64_t pivot_chunks(int64_t vocab) {
   return (vocab + PivotPolicy::kChunk - 1) / PivotPolicy::kChunk;
 }
 
+// Whether a call's split fallback runs as one launch (both passes), which
+// streams behind the kernel before it when PivotPolicy::kSplitStream.
+inline bool split_fused(int64_t rows, int64_t chunks) { return rows * chunks <= PivotPolicy::kSplitFusedMaxItems; }
+
 }  // namespace tokensift::cuda_detail

@@ -86,7 +86,7 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
   if (k_on) return p.top_k.value < PivotPolicy::kWarpList ? kRowCtaTopK : -1;
   if (PivotPolicy::kRowCtaTopP && p.top_p.value < 1.0f && out.logprobs == nullptr &&
       split_vocab_ok<PivotPolicy>(logits.vocab)) {
-    const bool chunked_streams = logits.rows * pivot_chunks(logits.vocab) <= PivotPolicy::kSplitFusedMaxItems;
+    const bool chunked_streams = PivotPolicy::kSplitStream && split_fused(logits.rows, pivot_chunks(logits.vocab));
     if (logits.rows >= PivotPolicy::kRowCtaTopPMinRows || !chunked_streams) return kRowCtaTopP;
   }
   return -1;
