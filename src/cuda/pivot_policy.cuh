@@ -68,6 +68,13 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AIM
 #define TOKENSIFT_PIVOT_ROWCTA_AIM 256
 #endif
+// Min-p rows: the row rank their first threshold aims at (0: none, every
+// token that passes min-p against the running max is offered).  A row whose
+// min-p survivors reach below it (a guess that overshot) leaves its list to
+// the merge's gather, so it must sit well above the survivors of common rows.
+#ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM 0
+#endif
 // Whether its whole iterations load one iteration ahead (1) or not (0).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
@@ -198,6 +205,7 @@ struct PivotPolicy {
   static constexpr int64_t kRowCtaTopPMinRows = TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS;
   static constexpr int64_t kRowCtaMinPMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS;
   static constexpr int kRowCtaAim = TOKENSIFT_PIVOT_ROWCTA_AIM;
+  static constexpr int kRowCtaMinPAim = TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM;
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),
   // loaded one iteration ahead (twice that in flight), at 2 CTAs per SM (128
   // registers).  Measured, fp32 / bf16 k50 at B = 1024 (perf-notes

@@ -175,7 +175,7 @@ __device__ __noinline__ RowResult rowcta_finish(const PivotArgs& a, int64_t row_
 // per fit and a thread-0 section per result cost ~1.7 us of the row's
 // stages (dev/rowcta_trace.cu, perf-notes v26).  tau is a heuristic: its
 // bits never reach a result.
-template <class Policy>
+template <class Policy, int kAim>
 __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, int32_t vocab,
                                               uint64_t& tau_sh) {
   constexpr int kWarps = Policy::kThreads / 32;
@@ -209,8 +209,7 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
   }
   if (threadIdx.x == 0) {
     const bool spread = r.nsample > 1 && sample_var(r) > 0.0f;
-    const float t = spread && vocab > Policy::kRowCtaAim
-                        ? gaussian_guess(r, false, Policy::kRowCtaAim, Policy::kRowCtaAim)
+    const float t = spread && vocab > kAim ? gaussian_guess(r, false, kAim, kAim)
                         : -__builtin_huge_valf();
     tau_sh = t > -3.4028235e38f && t < __builtin_huge_valf() ? pack_order(contract::order_key(t), 0xffffffffu) : 1ull;
   }
@@ -252,6 +251,10 @@ template <class T, class Policy, int kKind>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   constexpr bool kMinP = kKind == kRowCtaMinP;
   constexpr bool kTopP = kKind == kRowCtaTopP;
+  // Min-p rows gated by a first tau too (kRowCtaMinPAim > 0).
+  constexpr bool kMinPTau = kMinP && Policy::kRowCtaMinPAim > 0;
+  constexpr bool kFirstTau = !kMinP || kMinPTau;
+  static_assert(Policy::kRowCtaMinPAim <= Policy::kMergeCap / 2, "a min-p row's first tau aims within half the buffer");
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
@@ -337,7 +340,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   RowParamsRaw raw_params;
   if (threadIdx.x == 0) raw_params = load_row_params(a.params, row_id);
   float sample[4] = {-kInf, -kInf, -kInf, -kInf};
-  if (!kMinP && (int32_t)threadIdx.x < nvec) {
+  if (kFirstTau && (int32_t)threadIdx.x < nvec) {
     const int32_t v = (int32_t)(((int64_t)threadIdx.x * nvec) / Policy::kThreads);
     float f[kVec];
     unpack_vector<T>(__ldcs(body + v), f);
@@ -383,14 +386,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     int eligible = 0;
     uint64_t tau = tau_sh;
     float tau_f = -kInf;
-    if (!kMinP && pass == 0) {
+    if (kFirstTau && pass == 0) {
       float zs[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const float sc = contract::scale(sample[q], cfg.temperature);
         zs[q] = sc > -kInf ? sc : -kInf;  // NaN: not sampled (its row's status is NaN)
       }
-      rowcta_first_tau<Policy>(zs[0], zs[1], zs[2], zs[3], vocab, tau_sh);
+      rowcta_first_tau<Policy, kMinP ? Policy::kRowCtaMinPAim : Policy::kRowCtaAim>(zs[0], zs[1], zs[2], zs[3],
+                                                                                   vocab, tau_sh);
       __syncthreads();
       tau = tau_sh;
       tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
@@ -559,7 +563,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       // ties (a flat row) the rest of the run packs below tau, so later
       // iterations skip it instead of testing each logit (v19c offered
       // every logit of a flat min-p row after its first compaction).
-      bool any = kMinP ? contract::passes_min_p(it_max, cur_max, cfg.ln_minp) : it_max >= tau_f;
+      bool any = kMinP ? contract::passes_min_p(it_max, cur_max, cfg.ln_minp) && (!kMinPTau || it_max >= tau_f)
+                       : it_max >= tau_f;
       if (kFull)
         any = any && pack_order(contract::order_key(it_max), (uint32_t)(i0 + (int32_t)threadIdx.x * kVec)) >= tau;
       uint32_t dropped = 0;
@@ -569,7 +574,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
 #pragma unroll
           for (int u = 0; u < kUnroll; ++u) {
             const float vm = kUnit ? vmax(u) : contract::scale(vmax(u), cfg.temperature);
-            const bool want = kMinP ? contract::passes_min_p(vm, cur_max, cfg.ln_minp) : vm >= tau_f;
+            const bool want = kMinP ? contract::passes_min_p(vm, cur_max, cfg.ln_minp) && (!kMinPTau || vm >= tau_f)
+                                    : vm >= tau_f;
             vflags |= want ? 1u << u : 0u;
           }
           if (mask == 0u) vflags = 0u;  // min-p rows past overflow
@@ -605,6 +611,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
             ++minp_compactions;
             rowcta_compact<Policy>(sm, tau_sh, Policy::kMergeCap / 4, Policy::kMergeCap / 2);
             tau = tau_sh;
+            if constexpr (kMinPTau) tau_f = contract::key_to_float(packed_key(tau));
           }
         } else {
           rowcta_compact<Policy>(sm, tau_sh, need, kCap);
