@@ -370,6 +370,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   [[maybe_unused]] const float mass_c = (float)(1.4426950408889634 * inv_t);  // log2 e / T
   __shared__ double row_mass_sh;
 
+  [[maybe_unused]] float again_max = -kInf;  // min-p rows: the row's max z for a second pass
   for (int pass = 0; pass < 2; ++pass) {
     // Pass 1 (rare) restarts from the bottom when tau overshot; every thread
     // has read pass 0's count (the test below the loop) before it is reset.
@@ -378,7 +379,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       sm.count = 0;
       // 0: not set yet; 1: every eligible token (min-p rows filter by min-p instead).
       tau_sh = pass == 0 && !kMinP ? 0ull : 1ull;
-      max_key_sh = 0u;
+      // Min-p rows streamed again start from the row's max (below).
+      max_key_sh = kMinPTau && pass == 1 ? contract::order_key(again_max) : 0u;
       overflow_sh = 0;
     }
     __syncthreads();
@@ -677,7 +679,22 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       }
     }
     // Enough listed (at least k, or every eligible token), or a bad row: done.
-    if (kMinP || !(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
+    if constexpr (kMinPTau) {
+      // A first tau that overshot (the key at tau passes min-p against the
+      // row's max: survivors may lie below it) streams the row again with
+      // the row's max known from the start, so that exactly the survivors
+      // are offered: a second stream instead of the merge's scalar gather
+      // (a 224 us row at B = 256, dev/rowcta_trace on Gaussian rows).
+      bool again = false;
+      if (pass == 0 && !overflow_sh && tau_sh > 1ull && stats_sh.xmax < kInf && stats_sh.xmax > -kInf) {
+        again_max = contract::scale(contract::key_to_float(contract::order_key(stats_sh.xmax)), cfg.temperature);
+        again = again_max < kInf && contract::passes_min_p(contract::key_to_float(packed_key(tau_sh)), again_max,
+                                                           cfg.ln_minp);
+      }
+      if (!again) break;
+    } else {
+      if (kMinP || !(stats_sh.xmax < kInf) || sm.count >= min(need, stats_sh.eligible) || pass == 1) break;
+    }
   }
 
   TS_ROWCTA_MARK(4);
