@@ -251,9 +251,9 @@ template <class T, class Policy, int kKind>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   constexpr bool kMinP = kKind == kRowCtaMinP;
   constexpr bool kTopP = kKind == kRowCtaTopP;
-  // Min-p rows gated by a first tau too (kRowCtaMinPAim > 0).
+  // Min-p rows gated by a tau once their list first passes half full
+  // (kRowCtaMinPAim > 0).
   constexpr bool kMinPTau = kMinP && Policy::kRowCtaMinPAim > 0;
-  constexpr bool kFirstTau = !kMinP || kMinPTau;
   static_assert(Policy::kRowCtaMinPAim <= Policy::kMergeCap / 2, "a min-p row's first tau aims within half the buffer");
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
@@ -340,13 +340,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   RowParamsRaw raw_params;
   if (threadIdx.x == 0) raw_params = load_row_params(a.params, row_id);
   float sample[4] = {-kInf, -kInf, -kInf, -kInf};
-  if (kFirstTau && (int32_t)threadIdx.x < nvec) {
-    const int32_t v = (int32_t)(((int64_t)threadIdx.x * nvec) / Policy::kThreads);
-    float f[kVec];
-    unpack_vector<T>(__ldcs(body + v), f);
+  const auto load_sample = [&] {
+    if ((int32_t)threadIdx.x < nvec) {
+      const int32_t v = (int32_t)(((int64_t)threadIdx.x * nvec) / Policy::kThreads);
+      float f[kVec];
+      unpack_vector<T>(__ldcs(body + v), f);
 #pragma unroll
-    for (int q = 0; q < 4; ++q) sample[q] = f[q * (kVec / 4)];
-  }
+      for (int q = 0; q < 4; ++q) sample[q] = f[q * (kVec / 4)];
+    }
+  };
+  if (!kMinP) load_sample();
   if (kEarly && kAheadMin <= nvec) load_ahead(0);
   if (threadIdx.x == 0) row_cfg = derive_row_config(raw_params, vocab);
   __syncthreads();
@@ -371,6 +374,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   __shared__ double row_mass_sh;
 
   [[maybe_unused]] float again_max = -kInf;  // min-p rows: the row's max z for a second pass
+  [[maybe_unused]] bool min_p_gated = false;  // min-p rows: the gate's tau was set (block-uniform)
+  [[maybe_unused]] __shared__ uint64_t gate_sh;
   for (int pass = 0; pass < 2; ++pass) {
     // Pass 1 (rare) restarts from the bottom when tau overshot; every thread
     // has read pass 0's count (the test below the loop) before it is reset.
@@ -388,7 +393,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     int eligible = 0;
     uint64_t tau = tau_sh;
     float tau_f = -kInf;
-    if (kFirstTau && pass == 0) {
+    if (!kMinP && pass == 0) {
       float zs[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
@@ -597,7 +602,34 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         if (threadIdx.x == 0) trace_offers += sm.count - trace_base;
 #endif
         if (kMinP) {
-          if (!rowcta_filter_minp<Policy>(sm, cur_max, cfg.ln_minp)) {
+          if constexpr (kMinPTau) {
+            // The first time the list passes half full (a row whose max is
+            // not streamed yet, or a dense one): a tau aimed at the row's
+            // top kRowCtaMinPAim by a Gaussian fit of a sample (as top-k
+            // rows' first tau), so that the rest of the row offers only
+            // tokens above it.  Rows that never fill half the list (the
+            // anchors' rows: ~50 offers) never pay for the sample and fit.
+            // A tau that overshot the row's min-p threshold is caught at
+            // the end (a second pass).
+            if (pass == 0 && !min_p_gated) {
+              min_p_gated = true;
+              load_sample();
+              float zs[4];
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const float sc = contract::scale(sample[q], cfg.temperature);
+                zs[q] = sc > -kInf ? sc : -kInf;
+              }
+              rowcta_first_tau<Policy, Policy::kRowCtaMinPAim>(zs[0], zs[1], zs[2], zs[3], vocab, gate_sh);
+              __syncthreads();
+              if (gate_sh > tau) tau = gate_sh;
+              tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
+              if (threadIdx.x == 0) tau_sh = tau;  // read after the filter's barrier
+            }
+          }
+          const bool room = kMinPTau ? rowcta_filter_minp_tau<Policy>(sm, cur_max, cfg.ln_minp, tau)
+                                     : rowcta_filter_minp<Policy>(sm, cur_max, cfg.ln_minp);
+          if (!room) {
             // More survivors than the buffer holds against the max so far
             // (which may still rise: a dominant token not yet streamed).
             // Keep the top ones and raise tau; the list stays usable if

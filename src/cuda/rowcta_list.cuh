@@ -63,33 +63,45 @@ __device__ __noinline__ void rowcta_compact(MergeSmem<Policy>& sm, uint64_t& tau
 }
 
 // Min-p rows: keeps the buffer's tokens that pass min-p against cur_max (a
-// lower bound on the row's max, so every survivor stays).  Returns whether
-// the buffer now has room (under half full).  Lists of at most 2 x kThreads
-// (the final filter's, ~10 entries on the anchors' rows) take the 2-slot
-// form under kCompactCode; the same entries in the same order.
-template <class Policy, int kSlots>
-__device__ __forceinline__ int rowcta_filter_minp_slots(MergeSmem<Policy>& sm, int n, float cur_max, float ln_minp) {
+// lower bound on the row's max, so every survivor stays), and under kTau
+// only those at or above tau (a gated row's, pivot_rowcta.cuh).  Returns
+// whether the buffer now has room (under half full).  Lists of at most 2 x
+// kThreads (the final filter's, ~10 entries on the anchors' rows) take the
+// 2-slot form under kCompactCode; the same entries in the same order.
+template <class Policy, int kSlots, bool kTau>
+__device__ __forceinline__ int rowcta_filter_minp_slots(MergeSmem<Policy>& sm, int n, float cur_max, float ln_minp,
+                                                        uint64_t tau) {
   uint64_t v[kSlots];
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
     const int i = s * Policy::kThreads + (int)threadIdx.x;
-    v[s] = i < n && contract::passes_min_p(contract::key_to_float(packed_key(sm.cand[i])), cur_max, ln_minp)
+    v[s] = i < n && contract::passes_min_p(contract::key_to_float(packed_key(sm.cand[i])), cur_max, ln_minp) &&
+                   (!kTau || sm.cand[i] >= tau)
                ? sm.cand[i]
                : 0ull;
   }
   return compact_list<Policy>(sm, v, [](uint64_t e) { return e != 0; });
 }
-template <class Policy>
-__device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur_max, float ln_minp) {
+template <class Policy, bool kTau>
+__device__ __forceinline__ bool rowcta_filter_minp_impl(MergeSmem<Policy>& sm, float cur_max, float ln_minp,
+                                                        uint64_t tau) {
   constexpr int kSlots = Policy::kMergeCap / Policy::kThreads;
   __syncthreads();
   const int n = sm.count < Policy::kMergeCap ? sm.count : Policy::kMergeCap;
   const int kept = Policy::kCompactCode && n <= 2 * Policy::kThreads
-                       ? rowcta_filter_minp_slots<Policy, 2>(sm, n, cur_max, ln_minp)
-                       : rowcta_filter_minp_slots<Policy, kSlots>(sm, n, cur_max, ln_minp);
+                       ? rowcta_filter_minp_slots<Policy, 2, kTau>(sm, n, cur_max, ln_minp, tau)
+                       : rowcta_filter_minp_slots<Policy, kSlots, kTau>(sm, n, cur_max, ln_minp, tau);
   if (threadIdx.x == 0) sm.count = kept;
   __syncthreads();
   return kept <= Policy::kMergeCap / 2;
+}
+template <class Policy>
+__device__ __noinline__ bool rowcta_filter_minp(MergeSmem<Policy>& sm, float cur_max, float ln_minp) {
+  return rowcta_filter_minp_impl<Policy, false>(sm, cur_max, ln_minp, 0ull);
+}
+template <class Policy>
+__device__ __noinline__ bool rowcta_filter_minp_tau(MergeSmem<Policy>& sm, float cur_max, float ln_minp, uint64_t tau) {
+  return rowcta_filter_minp_impl<Policy, true>(sm, cur_max, ln_minp, tau);
 }
 
 // Offers the items of `mask` (scaled logits z, indices from idx0 / stride
