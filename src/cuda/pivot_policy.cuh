@@ -42,17 +42,17 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS
 #define TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS 128
 #endif
-// Min-p batches (kRowCtaMinP) from this many rows.  At B = 64 the row-CTA
-// kernel took the anchors' rows 11-25 % faster, but rows with one dominant
-// token 3x slower (fp32 34.0 -> 102.5 us; at B = 256 such rows take 121 us
-// where k50 takes 46.  Not yet traced: until the CTA streams the dominant
-// token its running max is the Gaussian's and ~7 % of the logits pass
-// min-p against it, ~4,400 offers per row by a replay of the list logic,
-// perf-notes v39c) and pure Gaussian rows 13-21 % slower at V >=
-// 151,936 (v39, 5ff1639's table and d331823's variant), so min-p keeps the
-// old switch until that fallback is cheaper.
+// Min-p batches (kRowCtaMinP) from this many rows.  Same-run bench against
+// bb3c9b7 (min-p from 256, no gate; bench/results/probes/
+// sampler-minp-h200-2026-12-01-cb20b20-*.json, perf-notes v41c): at B = 128
+// the row-CTA kernel (with its min-p gate) took the anchors' rows 40-57 %
+// faster, dominant-token rows 0-26 %, Gaussian rows 22-60 % (fp32 V =
+// 262,208: +9 %); at B = 64 the anchors' rows 11-25 % faster but
+// dominant-token rows 30-61 % slower and Gaussian rows up to 22 % at V >=
+// 151,936 (64 CTAs on 132 SMs: the chunked kernel spreads a row's dense
+// phase over its chunks).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS
-#define TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS 256
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS 128
 #endif
 // The row-CTA kernel's logits per thread per iteration (in 16-byte loads in
 // flight) and its CTAs per SM (the register cap), knobs so that a `variant`
@@ -68,12 +68,15 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AIM
 #define TOKENSIFT_PIVOT_ROWCTA_AIM 256
 #endif
-// Min-p rows: the row rank their first threshold aims at (0: none, every
-// token that passes min-p against the running max is offered).  A row whose
-// min-p survivors reach below it (a guess that overshot) leaves its list to
-// the merge's gather, so it must sit well above the survivors of common rows.
+// Min-p rows: the row rank of the tau set the first time a row's list
+// passes half full (0: no gate; pivot_rowcta.cuh).  A row whose min-p
+// survivors reach below it (a guess that overshot) streams the row again,
+// so it must sit well above the survivors of common rows.  Measured
+// (dev/rowcta_trace, perf-notes v41-v41c): dominant-token rows at B = 256
+// 121 -> 69 us (512: 65), the anchors' and Gaussian rows unchanged (the
+// anchors' rows never fill half the list).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM
-#define TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM 0
+#define TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM 1024
 #endif
 // Whether its whole iterations load one iteration ahead (1) or not (0).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD

@@ -50,7 +50,18 @@
 // could survive).  Otherwise the list is abandoned and decide_and_draw's own
 // gather (and, past kMergeCap, its fallback, which for top-p rows runs in
 // the split launches after this kernel) takes the row, as on the chunked
-// path.
+// path.  The dense phase before a dominant token is streamed (N(0, 1) rows
+// with one token at 30: ~4,800 offers and 2-5 compactions per row, 121 us at
+// B = 256 where k50 takes 46) is cut by a gate: the first time the list
+// passes half full, a tau aimed at the row's top kRowCtaMinPAim by the
+// top-k rows' Gaussian fit of a sample (loaded then: rows that never fill
+// half the list, the anchors' ~50 offers, pay nothing) filters the list and
+// every later offer.  A gate that overshot (the key at tau passes min-p
+// against the row's max at the end) streams the row a second time with the
+// row's max known from the start, which offers exactly the survivors: one
+// more stream, where the merge's scalar gather took a row 224 us (v41b,
+// dev/rowcta_trace).  Set from the start instead (v41), the gate cost the
+// anchors' rows the fit and Gaussian rows a second stream now and then.
 //
 // Top-p rows without top-k or min-p (kRowCtaTopP; calls that ask for no
 // log-probs) list like top-k rows, the row's top kPreselect / 4 ..

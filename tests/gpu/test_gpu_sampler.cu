@@ -750,8 +750,9 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   Tally& t = tallies()["rowcta_scalar"];
   int reported = 0;
   // 64 and 128 rows: the row-CTA kernel's switch for top-k rows
-  // (kRowCtaMinRows); their min-p filters take the chunked kernel there
-  // (kRowCtaMinPMinRows), which must give the same results.
+  // (kRowCtaMinRows) and for min-p rows (kRowCtaMinPMinRows, 128); min-p
+  // filters at 64 rows take the chunked kernel, which must give the same
+  // results.
   const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {260, 65}, {256, 262208}, {64, 129280}, {128, 151936}};
   const ScalarFilter filters[] = {{1.0f, 50, 0.9f, 0.0f},  {0.7f, 8, 1.0f, 0.0f},   {1.5f, 63, 0.5f, 0.0f},
                                   {1.0f, 1, 1.0f, 0.0f},   {1.0f, 0, 1.0f, 0.05f},  {0.8f, 20, 0.9f, 0.1f},
