@@ -830,6 +830,51 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
 
+// Rows that reach the row-CTA min-p kernel's gate (pivot_rowcta.cuh; set
+// the first time a row's list passes half full) and its second pass, 256
+// per batch at V = 129,280 (kind = row % 4), per-row seeds and offsets:
+//   0: N(0, 1): until the CTA has streamed the row's max, ~2-4 % of the
+//      logits pass min-p against the running max, so the list passes half
+//      full and the gate's tau (the row's top PivotPolicy::kRowCtaMinPAim)
+//      is set; at min-p 0.13 the row keeps ~700-3,000 tokens, so the gate
+//      overshoots in most rows and the row is streamed a second time from
+//      its max (the list holds when the survivors fit);
+//   1: N(0, 1) with one token at 30 late in the row: the gate holds (the
+//      key at tau fails min-p against 30) and the list is exact;
+//   2: N(0, 1) with one token at 6 late in the row: a handful of survivors;
+//   3: N(0, 0.5^2): tens of thousands survive, the list overflows and the
+//      merge's gather or its fallback takes the row.
+// Which rows took which path is predicted from the kernel's logic, not
+// counted (dev/rowcta_trace counts passes).  Each batch matches the CPU
+// backend and every 16th row sampled alone (the chunked kernel) gives the
+// same token, status, kept count and log-prob bits.
+TEST(GpuSampler, RowCtaMinPGateRowsMatchCpuAndRowsAlone) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["rowcta_min_p_gate"];
+  int reported = 0;
+  AloneTally alone;
+  const int64_t rows = 256, vocab = 129280;
+  const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.13f}, {1.0f, 0, 1.0f, 0.05f}, {1.5f, 0, 1.0f, 0.1f},
+                                  {1.0f, 40, 0.9f, 0.13f}};
+  std::vector<float> x((size_t)vocab);
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (const ScalarFilter& f : filters) {
+      HostBatch b(rows, vocab, vocab, dt);
+      Rng rng(7300 + (uint64_t)dt * 31 + (uint64_t)(f.min_p * 1000.0f) + (uint64_t)f.top_k);
+      for (int64_t r = 0; r < rows; ++r) {
+        const int kind = (int)(r % 4);
+        for (int64_t i = 0; i < vocab; ++i) x[i] = (float)((kind == 3 ? 0.5 : 1.0) * rng.normal());
+        if (kind == 1 || kind == 2) x[(size_t)(vocab - 1 - r * 37)] = kind == 1 ? 30.0f : 6.0f;
+        for (int64_t i = 0; i < vocab; ++i) x[i] = round_to_dtype(x[i], dt);
+        b.set_row(r, x.data());
+        b.seed[r] = 8100 + (uint64_t)r, b.offset[r] = (uint64_t)r * 5;
+      }
+      f.set_rows(b);
+      check_batch_and_rows_alone(b, f, true, t, reported, alone, false, 16);
+    }
+  expect_path_clean("rowcta_min_p_gate", t, alone);
+}
+
 // The edge rows (edge_rows_batch), fp32 and bf16, under each of `filters`,
 // seeded by seed_of(dtype, filter), through check(batch, filter).
 template <size_t kFilters, class Seed, class F>
