@@ -265,7 +265,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // Min-p rows gated by a tau once their list first passes half full
   // (kRowCtaMinPAim > 0).
   constexpr bool kMinPTau = kMinP && Policy::kRowCtaMinPAim > 0;
-  static_assert(Policy::kRowCtaMinPAim <= Policy::kMergeCap / 2, "a min-p row's first tau aims within half the buffer");
+  static_assert(Policy::kRowCtaMinPAim <= Policy::kMergeCap / 2, "the min-p gate aims within half the list");
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
@@ -411,8 +411,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         const float sc = contract::scale(sample[q], cfg.temperature);
         zs[q] = sc > -kInf ? sc : -kInf;  // NaN: not sampled (its row's status is NaN)
       }
-      rowcta_first_tau<Policy, kMinP ? Policy::kRowCtaMinPAim : Policy::kRowCtaAim>(zs[0], zs[1], zs[2], zs[3],
-                                                                                   vocab, tau_sh);
+      rowcta_first_tau<Policy, Policy::kRowCtaAim>(zs[0], zs[1], zs[2], zs[3], vocab, tau_sh);
       __syncthreads();
       tau = tau_sh;
       tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
@@ -723,7 +722,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     }
     // Enough listed (at least k, or every eligible token), or a bad row: done.
     if constexpr (kMinPTau) {
-      // A first tau that overshot (the key at tau passes min-p against the
+      // A gate that overshot (the key at tau passes min-p against the
       // row's max: survivors may lie below it) streams the row again with
       // the row's max known from the start, so that exactly the survivors
       // are offered: a second stream instead of the merge's scalar gather
