@@ -384,6 +384,21 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   [[maybe_unused]] const float mass_c = (float)(1.4426950408889634 * inv_t);  // log2 e / T
   __shared__ double row_mass_sh;
 
+  // The sample's Gaussian tau aimed at the row's top kAim, into dst (block
+  // shared; every thread reads it after the barrier): top-k and top-p rows'
+  // first tau, min-p rows' gate.
+  const auto sample_tau = [&](auto aim, uint64_t& dst) {
+    float zs[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const float sc = contract::scale(sample[q], cfg.temperature);
+      zs[q] = sc > -kInf ? sc : -kInf;  // NaN: not sampled (its row's status is NaN)
+    }
+    rowcta_first_tau<Policy, decltype(aim)::value>(zs[0], zs[1], zs[2], zs[3], vocab, dst);
+    __syncthreads();
+  };
+  // A float at or below every key at or above tau (-inf for "none set").
+  const auto key_floor = [](uint64_t t) { return t > 1ull ? contract::key_to_float(packed_key(t)) : -kInf; };
   [[maybe_unused]] float again_max = -kInf;  // min-p rows: the row's max z for a second pass
   [[maybe_unused]] bool min_p_gated = false;  // min-p rows: the gate's tau was set (block-uniform)
   [[maybe_unused]] __shared__ uint64_t gate_sh;
@@ -405,16 +420,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     uint64_t tau = tau_sh;
     float tau_f = -kInf;
     if (!kMinP && pass == 0) {
-      float zs[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float sc = contract::scale(sample[q], cfg.temperature);
-        zs[q] = sc > -kInf ? sc : -kInf;  // NaN: not sampled (its row's status is NaN)
-      }
-      rowcta_first_tau<Policy, Policy::kRowCtaAim>(zs[0], zs[1], zs[2], zs[3], vocab, tau_sh);
-      __syncthreads();
+      sample_tau(std::integral_constant<int, Policy::kRowCtaAim>{}, tau_sh);
       tau = tau_sh;
-      tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
+      tau_f = key_floor(tau);
     }
     float my_zmax = -kInf, cur_max = -kInf;
     int minp_compactions = 0;  // block-uniform
@@ -624,16 +632,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
             if (pass == 0 && !min_p_gated) {
               min_p_gated = true;
               load_sample();
-              float zs[4];
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const float sc = contract::scale(sample[q], cfg.temperature);
-                zs[q] = sc > -kInf ? sc : -kInf;
-              }
-              rowcta_first_tau<Policy, Policy::kRowCtaMinPAim>(zs[0], zs[1], zs[2], zs[3], vocab, gate_sh);
-              __syncthreads();
+              sample_tau(std::integral_constant<int, Policy::kRowCtaMinPAim>{}, gate_sh);
               if (gate_sh > tau) tau = gate_sh;
-              tau_f = tau > 1ull ? contract::key_to_float(packed_key(tau)) : -kInf;
+              tau_f = key_floor(tau);
               if (threadIdx.x == 0) tau_sh = tau;  // read after the filter's barrier
             }
           }
