@@ -15,7 +15,7 @@
 # TEST_TIMEOUT (default 420 s) bounds it, and a timeout stops the script (a
 # hung kernel would hang every later step).  sanitize: SAN_FILTER (default:
 # the random matrix, bad parameters, the row-CTA and plain-race graph tests),
-# SAN_TIMEOUT.
+# SAN_TIMEOUT; SAN_TOOLS (default "memcheck racecheck initcheck") picks the tools.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -125,7 +125,7 @@ fi
 if has sanitize; then
   # A reduced matrix (three rows per shape: every code path, all vocab sizes)
   # under each tool; the full matrix runs above without instrumentation.
-  for tool in memcheck racecheck initcheck; do
+  for tool in ${SAN_TOOLS:-memcheck racecheck initcheck}; do
     log "compute-sanitizer $tool"
     TOKENSIFT_GPU_ROW_SCALE=0.00002 timeout ${SAN_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
       $BUILD/tests/gpu/tokensift_test_gpu --gtest_filter="${SAN_FILTER:-*PivotMatches*:*Invalid*:*GraphCaptureAndReplayRowCta*:*GraphCaptureAndReplayPlain*}" >"$OUT/san-$tool.log" 2>&1
