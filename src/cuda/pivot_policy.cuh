@@ -142,6 +142,13 @@
 #define TOKENSIFT_PIVOT_SPLIT_STREAM 1
 #endif
 
+// Whether the split fallback's pass B races its tokens a Philox group of
+// four at a time, with the chunk phase's skip test before each exact score
+// (1, v42), or computes every token's score with its own Philox call (0).
+#ifndef TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS
+#define TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -246,6 +253,7 @@ struct PivotPolicy {
   static constexpr bool kRowCtaTopP = TOKENSIFT_PIVOT_ROWCTA_TOP_P != 0;
   static constexpr bool kSplitRunCall = TOKENSIFT_PIVOT_SPLIT_RUN_CALL != 0;
   static constexpr bool kSplitStream = TOKENSIFT_PIVOT_SPLIT_STREAM != 0;
+  static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
   // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one

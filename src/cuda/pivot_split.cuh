@@ -224,6 +224,67 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   __syncthreads();
 }
 
+// Pass B's token loop, a Philox group of four tokens at a time (v42): the
+// tokens of the boundary bin go to `append` (packed order), those above it
+// are counted and raced.  Four consecutive tokens share one Philox call
+// (contract::token_bits), and item_index puts every group of four of a
+// thread's items on consecutive indices from a multiple of four, so one
+// philox_block serves the group; the race per token wrote 16 of them per
+// thread, inlined at each token with its two contract logs (v37b's trace:
+// 5.6-7.9 us per 4,096-logit item, latency-bound).  Before a token's exact
+// score the chunk phase's test drops tokens that cannot beat this thread's
+// best exact score so far (score = z - ln E <= z - ln(1 - U); the margin
+// covers the fast log), and a group whose best z plus the largest possible
+// boost stays below it skips its Philox call.  Only tokens that cannot win
+// are skipped, so `best` has the bits of the per-token loop.
+template <class T, class Policy, class Append>
+__device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& fb, const float (&x)[Policy::kItems],
+                                                  const bool (&valid)[Policy::kItems],
+                                                  const SplitItem<T, Policy>& it, int bin, Append&& append,
+                                                  uint64_t& n_above, uint64_t& best) {
+  static_assert(Policy::kItems % 4 == 0 && (16 / sizeof(T)) % 4 == 0, "groups of four on consecutive indices");
+  constexpr float kInf = __builtin_huge_valf();
+  float best_score = -kInf;
+#pragma unroll
+  for (int g = 0; g < Policy::kItems / 4; ++g) {
+    const uint32_t idx0 = (uint32_t)item_index<Policy, T>(it.begin, 4 * g);
+    float z[4];
+    float zm = -kInf;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const int j = 4 * g + w;
+      z[w] = -kInf;
+      if (!valid[j]) continue;
+      const float zj = fb.z_of(x[j]);
+      if (!fb.eligible(zj)) continue;
+      const int b = fb.bin_of(zj);
+      if (b > bin) continue;
+      if (b == bin) {
+        append(pack_order(contract::order_key(zj), idx0 + w));
+      } else {
+        n_above += 1;
+        z[w] = zj;
+        zm = fmaxf(zm, zj);
+      }
+    }
+    if (!(zm > -kInf) || zm + contract::kMaxRaceBoost < best_score - Policy::kRaceSkipMargin) continue;
+    const contract::Philox4 r = contract::philox_block(it.cfg.seed, it.cfg.offset, idx0 >> 2);
+    const float bar = best_score - Policy::kRaceSkipMargin;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      if (!(z[w] > -kInf)) continue;
+      if (fabsf(z[w]) < Policy::kRaceSkipMaxAbsZ && z[w] - __logf(1.0f - contract::uniform_from_bits(r.v[w])) < bar)
+        continue;
+      const float sc = contract::race_score_from_bits(z[w], r.v[w]);
+      const uint64_t p = pack_order(contract::order_key(sc), idx0 + w);
+      if (p > best) {
+        best = p;
+        best_score = sc;
+      }
+    }
+  }
+}
+
 // Pass B on one item: the chunk's tokens of the boundary bin into the row's
 // list, its tokens above the bin counted and raced; the row's last item
 // resolves the list and writes the result.  In the fused launch an item may
@@ -255,21 +316,28 @@ __device__ __forceinline__ void split_pass_b_item(
     bool valid[Policy::kItems];
     load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
     uint64_t best = 0, n_above = 0;
-#pragma unroll
-    for (int j = 0; j < Policy::kItems; ++j) {
-      if (!valid[j]) continue;
-      const float z = fb.z_of(x[j]);
-      if (!fb.eligible(z)) continue;
-      const int b = fb.bin_of(z);
-      if (b > bin) continue;
-      const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
-      if (b == bin) {
+    if constexpr (Policy::kSplitRaceGroups) {
+      split_race_groups<T, Policy>(fb, x, valid, it, bin, [&](uint64_t p) {
         const int at = atomicAdd(&s.nlist, 1);
-        if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
-      } else {
-        n_above += 1;
-        const uint64_t r = fb.race_key(z, it.cfg, idx);
-        best = r > best ? r : best;
+        if (at < Policy::kFbListCap) list[at] = p;
+      }, n_above, best);
+    } else {
+#pragma unroll
+      for (int j = 0; j < Policy::kItems; ++j) {
+        if (!valid[j]) continue;
+        const float z = fb.z_of(x[j]);
+        if (!fb.eligible(z)) continue;
+        const int b = fb.bin_of(z);
+        if (b > bin) continue;
+        const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
+        if (b == bin) {
+          const int at = atomicAdd(&s.nlist, 1);
+          if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
+        } else {
+          n_above += 1;
+          const uint64_t r = fb.race_key(z, it.cfg, idx);
+          best = r > best ? r : best;
+        }
       }
     }
     const uint64_t n = ReduceU64(reduce).Sum(n_above);
