@@ -239,14 +239,15 @@ if has profile; then
   # One launch of the main kernel per setting, every section, then the
   # details and the per-line (source) pages as CSV for reading here.
   log profile
-  # A spec is B:case or B:case:dtype (fp32 when left out).
+  # A spec is B:case or B:case:dtype (fp32 when left out); PROFILE_DISTS the
+  # rows (outlier_head: the anchors'; gaussian defers every p0.9 row).
   for spec in ${PROFILE_SPECS:-1:k50 1024:k50 1024:plain}; do
     b=${spec%%:*}; c=${spec#*:}; dt=fp32
     if [[ $c == *:* ]]; then dt=${c#*:}; c=${c%%:*}; fi
     rep="$OUT/ncu-b$b-$c$([ "$dt" = fp32 ] || echo "-$dt")"
     timeout 200 ncu --clock-control none --set full --import-source yes -k regex:${PROFILE_KERNEL:-pivot_sample} \
       --launch-skip 2 --launch-count 1 -o "$rep" -f \
-      $BUILD/bench/sampler_bench --out /dev/null --vocabs 129280 --batches $b --dists outlier_head --algos pivot \
+      $BUILD/bench/sampler_bench --out /dev/null --vocabs 129280 --batches $b --dists ${PROFILE_DISTS:-outlier_head} --algos pivot \
       --dtypes "$dt" --cases "$c" --reps 3 >"$rep.log" 2>&1
     echo "ncu B=$b $c $dt rc=$?"
     ncu_export "$rep"
