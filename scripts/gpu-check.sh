@@ -2,6 +2,10 @@
 # One device call: build for the H200, run the GPU tests against the CPU
 # backend, the sanitizers on a reduced matrix, and the sampler benchmark.
 # Results land under $OUT (the device tool's output folder) or ./gpu-out.
+# The device tool returns at most 8 files (16 MiB each): for more, point OUT
+# at a scratch folder and pack it into the tool's folder after the call,
+#   W=/tmp/w; mkdir -p $W; OUT=$W bash scripts/gpu-check.sh ...; tar -C $W -czf $OUT/results.tgz .
+# (Nsight Compute's per-line pages alone pass 16 MiB; packed they do not).
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
 #                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace,sortprobe (default build,test,sanitize,bench)

@@ -17,7 +17,8 @@
 # torch is imported only because FlashInfer's build code imports it.
 #
 # Needs: nvcc 13.x (the device's libcudart.so.13), ninja, strip, and torch,
-# filelock, packaging importable by python3.
+# filelock, packaging importable by python3 (else a venv with them is made
+# in the cache).
 # Env:   FLASHINFER_CUDA_ARCH_LIST (9.0a), MAX_JOBS (2: shared machine),
 #        TVM_FFI_VERSION (0.1.15.post2), FIJIT_FORCE=1 (redo the copy and checks;
 #        removing $TOKENSIFT_PREP_CACHE/fijit-ws forces a full recompile),
@@ -48,11 +49,23 @@ case "$nvcc_release" in
   *) echo "!! nvcc $nvcc_release: the device has CUDA 13 (libcudart.so.13); the modules would not load there" >&2
      exit 1 ;;
 esac
-python3 -c "import torch, filelock, packaging" 2> /dev/null || {
-  echo "!! python3 needs torch, filelock and packaging (FlashInfer's build code imports them)" >&2
-  exit 1; }
+# torch, filelock and packaging from this Python, or else from a venv in the
+# cache (PyPI's torch wheel with its nvidia-* CUDA libraries, ~3 GB, once):
+# PyPI has no CPU-only torch and download.pytorch.org is not reachable here.
+PY=python3
+if ! $PY -c "import torch, filelock, packaging" 2> /dev/null; then
+  venv="$cache/torch-venv"
+  if ! "$venv/bin/python" -c "import torch, filelock, packaging" 2> /dev/null; then
+    echo "== torch for FlashInfer's build code: a venv in $venv (PyPI, ~3 GB, once)"
+    python3 -m venv "$venv" && "$venv/bin/python" -m pip install -q torch==2.11.0 filelock packaging \
+      && "$venv/bin/python" -c "import torch, filelock, packaging" || {
+        echo "!! no torch for FlashInfer's build code (python3 lacks it and the venv install failed)" >&2
+        exit 1; }
+  fi
+  PY="$venv/bin/python"
+fi
 
-py="$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+py="$($PY -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 # The trimmed wheel's RECORD (every kept file's hash) names its content; the
 # wheel's own bytes change with each trim (zip timestamps).
 record_sha="$(python3 -c '
@@ -79,8 +92,8 @@ site="$cache/fijit-site-py$py"
 site_stamp="$record_sha apache-tvm-ffi $tvm_ffi_version"
 if [ "$(cat "$site/.tokensift-stamp" 2> /dev/null)" != "$site_stamp" ]; then
   rm -rf "$site"
-  python3 -m pip install -q --no-deps --no-compile --target "$site" "apache-tvm-ffi==$tvm_ffi_version"
-  python3 -m pip install -q --no-deps --no-index --no-compile --target "$site" "$fi_whl"
+  $PY -m pip install -q --no-deps --no-compile --target "$site" "apache-tvm-ffi==$tvm_ffi_version"
+  $PY -m pip install -q --no-deps --no-index --no-compile --target "$site" "$fi_whl"
   echo "$site_stamp" > "$site/.tokensift-stamp"
 fi
 
@@ -92,14 +105,14 @@ rm -rf "$out" "$part"
 echo "== compiling FlashInfer sampling + topk for $FLASHINFER_CUDA_ARCH_LIST (nvcc $nvcc_release, -j$MAX_JOBS; about 15 min on 2 cores: topk.cu and cub_topk.cu are long)"
 t0=$(date +%s)
 PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" \
-  python3 bench/peers/flashinfer_loader.py --prebuild "$part" sampling topk
+  $PY bench/peers/flashinfer_loader.py --prebuild "$part" sampling topk
 echo "== FlashInfer modules built in $(( $(date +%s) - t0 )) s:"
 du -b "$part"/aot/*/*.so | awk '{printf "  %6.2f MiB  %s\n", $1 / 1048576, $2}'
 
 # Load check (no GPU needed): here, then, when a Python 3.12 is found, with
 # the device's own tvm-ffi wheel (.whl/, cp312) under Python 3.12.
 echo "== loading them through tvm-ffi"
-PYTHONPATH="$site" python3 bench/peers/flashinfer_loader.py --check "$part"
+PYTHONPATH="$site" $PY bench/peers/flashinfer_loader.py --check "$part"
 py312=""
 for cand in python3.12 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12; do
   if "$cand" -c "import sys" > /dev/null 2>&1; then py312="$cand"; break; fi
