@@ -50,13 +50,13 @@ case "$nvcc_release" in
      exit 1 ;;
 esac
 # torch, filelock and packaging from this Python, or else from a venv in the
-# cache (PyPI's torch wheel with its nvidia-* CUDA libraries, ~3 GB, once):
+# cache (PyPI's torch wheel with its nvidia-* CUDA libraries, ~4 GB, once):
 # PyPI has no CPU-only torch and download.pytorch.org is not reachable here.
 PY=python3
 if ! $PY -c "import torch, filelock, packaging" 2> /dev/null; then
   venv="$cache/torch-venv"
   if ! "$venv/bin/python" -c "import torch, filelock, packaging" 2> /dev/null; then
-    echo "== torch for FlashInfer's build code: a venv in $venv (PyPI, ~3 GB, once)"
+    echo "== torch for FlashInfer's build code: a venv in $venv (PyPI, ~4 GB, once)"
     python3 -m venv "$venv" && "$venv/bin/python" -m pip install -q torch==2.11.0 filelock packaging \
       && "$venv/bin/python" -c "import torch, filelock, packaging" || {
         echo "!! no torch for FlashInfer's build code (python3 lacks it and the venv install failed)" >&2
