@@ -46,8 +46,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 
   // Last-CTA-done: the barrier orders every thread's stores before thread 0's
   // release-acquire arrival; the last CTA's threads read after the next one.
+  // The tickets were cleared by the kernel before this one (a programmatic
+  // dependent launch, PivotPolicy::kClearKernel): wait for it only here,
+  // after the chunk phase, so the loads above overlap it.
   __syncthreads();
-  if (threadIdx.x == 0) is_last = ticket_arrive(&a.tickets[row]) == (uint32_t)(a.chunks - 1);
+  if (threadIdx.x == 0) {
+    pdl_wait_primary();
+    is_last = ticket_arrive(&a.tickets[row]) == (uint32_t)(a.chunks - 1);
+  }
   __syncthreads();
   TS_CHUNK_MARK(5);
 #ifdef TOKENSIFT_MERGE_TRACE
@@ -88,24 +94,35 @@ inline bool device_has_pdl() {
   return major >= 9;
 }
 
-// The fused split launch as the previous kernel's programmatic dependent
-// (split_stream_kernel), where the device has it (sm_90 and later); elsewhere
-// a plain launch of the same kernel, which then finds every row deferred.
-template <class T>
-cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
+// A launch of `kernel` over (grid, block) with the call's arguments, as the
+// programmatic dependent of the kernel before it when `dependent` and the
+// device has it (sm_90 and later); elsewhere a plain launch.  The kernel then
+// runs griddepcontrol.wait before anything that needs the previous kernel's
+// writes (a no-op when it was launched plainly).
+template <class Kernel>
+cudaError_t launch_maybe_dependent(Kernel kernel, dim3 grid, bool dependent, const PivotArgs& a,
+                                   cudaStream_t stream) {
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = split_grid(a);
+  cfg.gridDim = grid;
   cfg.blockDim = dim3(PivotPolicy::kThreads);
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (device_has_pdl()) {
+  if (dependent && device_has_pdl()) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, split_stream_kernel<T, PivotPolicy>, a);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, a);
   return e != cudaSuccess ? e : cudaGetLastError();  // and the previous launch's
+}
+
+// The fused split launch as the previous kernel's programmatic dependent
+// (split_stream_kernel), where the device has it; elsewhere a plain launch of
+// the same kernel, which then finds every row deferred.
+template <class T>
+cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
+  return launch_maybe_dependent(split_stream_kernel<T, PivotPolicy>, split_grid(a), true, a, stream);
 }
 
 // The split fallback's launch (two above PivotPolicy::kSplitFusedMaxItems
@@ -128,26 +145,29 @@ cudaError_t launch_split_fallback(const PivotArgs& a, bool streams, cudaStream_t
 }
 
 template <class T>
-cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream) {
-  pivot_sample_kernel<T, PivotPolicy><<<blocks, PivotPolicy::kThreads, 0, stream>>>(a);
+cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, bool dependent,
+                                 cudaStream_t stream) {
+  const cudaError_t e = launch_maybe_dependent(pivot_sample_kernel<T, PivotPolicy>, dim3(blocks), dependent, a, stream);
+  if (e != cudaSuccess) return e;
   if (may_split) return launch_split_fallback<T>(a, /*streams=*/true, stream);
-  return cudaGetLastError();
+  return cudaSuccess;
 }
 
 template <class T>
-cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, cudaStream_t stream) {
-  const dim3 grid((unsigned)a.rows), block(PivotPolicy::kThreads);
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, bool dependent, cudaStream_t stream) {
+  const dim3 grid((unsigned)a.rows);
+  cudaError_t e;
   switch (kind) {
     case kRowCtaTopK:
-      rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopK><<<grid, block, 0, stream>>>(a);
-      return cudaGetLastError();
+      return launch_maybe_dependent(rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopK>, grid, dependent, a, stream);
     case kRowCtaMinP:
-      rowcta_topk_kernel<T, PivotPolicy, kRowCtaMinP><<<grid, block, 0, stream>>>(a);
+      e = launch_maybe_dependent(rowcta_topk_kernel<T, PivotPolicy, kRowCtaMinP>, grid, dependent, a, stream);
       break;
     default:
-      rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopP><<<grid, block, 0, stream>>>(a);
+      e = launch_maybe_dependent(rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopP>, grid, dependent, a, stream);
       break;
   }
+  if (e != cudaSuccess) return e;
   // Min-p rows with top-p and no top-k whose survivors overflow the merge's
   // buffer, and top-p rows whose boundary the list misses or does not clear
   // of the band, are deferred to the split fallback, as on the chunked path.

@@ -9,9 +9,12 @@
 namespace tokensift::cuda_detail {
 
 // The chunk kernel over `blocks` = rows * chunks CTAs, then the split
-// fallback's two launches when may_split.  The caller cleared the tickets.
+// fallback's launches when may_split.  The caller cleared the counters: with
+// a kernel when `dependent` (the chunk kernel is launched as its programmatic
+// dependent), else with a memset.
 template <class T>
-cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, cudaStream_t stream);
+cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, bool dependent,
+                                 cudaStream_t stream);
 
 // The row kinds of a row-CTA call (scalar parameters: every row of the call
 // is of one kind).
@@ -24,6 +27,6 @@ enum RowCtaKind : int {
 // The row-CTA kernel, one CTA per row (pivot_rowcta.cuh), for calls whose
 // rows are all of one RowCtaKind; then the split fallback when may_split.
 template <class T>
-cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, cudaStream_t stream);
+cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, bool dependent, cudaStream_t stream);
 
 }  // namespace tokensift::cuda_detail

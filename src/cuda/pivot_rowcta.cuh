@@ -744,6 +744,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
 #ifdef TOKENSIFT_ROWCTA_TRACE
   TS_ROWCTA_INFO(1, trace_compactions);
 #endif
+  // Kinds that may defer a row touch the call's counters from here on (the
+  // deferred list, the merged-row count), which the kernel before this one
+  // cleared (a programmatic dependent launch, PivotPolicy::kClearKernel).
+  if constexpr (kKind != kRowCtaTopK) pdl_wait_primary();
   // The merge's statuses, in its order.
   const ChunkStats rs = stats_sh;
   const float kNan = __int_as_float(0x7fffffff);

@@ -61,6 +61,30 @@ struct PivotLayout {
 
 size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
 
+// Zeroes a call's counters, makes the zeros visible, then lets its dependent
+// (the call's first kernel) start.  That kernel waits for this one only where
+// it first touches them (griddepcontrol.wait before its ticket, or before a
+// row-CTA kernel's finish); the split launch streaming behind it reads the
+// deferred list without such a wait, which the fence before the trigger
+// covers: it starts only once every CTA of the first kernel has started.
+__global__ void clear_counters_kernel(uint32_t* words, uint32_t n) {
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) words[i] = 0u;
+  __threadfence();
+  __syncthreads();
+  pdl_launch_dependents();
+}
+
+// Clears [words, words + bytes) before the call's first kernel: a clearing
+// kernel whose dependent that kernel is (PivotPolicy::kClearKernel; true),
+// or a memset node (false; ~1.8 us more per call in a graph on the H200,
+// dev/memset_probe.cu).
+static cudaError_t clear_counters(uint32_t* words, size_t bytes, cudaStream_t stream, bool& dependent) {
+  dependent = PivotPolicy::kClearKernel;
+  if (!dependent) return cudaMemsetAsync(words, 0, bytes, stream);
+  clear_counters_kernel<<<1, 256, 0, stream>>>(words, (uint32_t)(bytes / sizeof(uint32_t)));
+  return cudaGetLastError();
+}
+
 // Batches whose every row is a top-k row with k < kWarpList and no min-p
 // (from kRowCtaMinRows rows), a min-p row (from kRowCtaMinPMinRows), or
 // (without log-probs, V < 2^kFbMaxVocabBits; from kRowCtaTopPMinRows rows,
@@ -123,12 +147,6 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   a.split_list = reinterpret_cast<uint64_t*>(ws + lay.split_list);
   const int64_t blocks = logits.rows * a.chunks;
   if (blocks > 0x7fffffffLL) return cudaErrorInvalidConfiguration;
-  // The tickets, counters and deferred list must start at zero.  Other calls
-  // on this workspace (another shape, or the sort path) may have left scratch
-  // data where this call's live, so they are cleared here: one small memset
-  // node, which also keeps a captured graph self-contained.
-  const cudaError_t me = cudaMemsetAsync(a.tickets, 0, lay.cleared, stream);
-  if (me != cudaSuccess) return me;
   // The split fallback takes only top-p rows without top-k (pivot_merge.cuh);
   // when the parameters rule those out for every row, its launches are skipped.
   const SamplingParams& p = params;
@@ -136,23 +154,35 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
                          (p.top_p.per_row != nullptr || p.top_p.value < 1.0f) &&
                          (p.top_k.per_row != nullptr || p.top_k.value <= 0 || p.top_k.value >= logits.vocab);
   const int kind = rowcta_kind(logits, params, out);
+  // The tickets, counters and deferred list must start at zero.  Other calls
+  // on this workspace (another shape, or the sort path) may have left scratch
+  // data where this call's live, so they are cleared by the call itself,
+  // which also keeps a captured graph self-contained.  A row-CTA call reads
+  // them only when a split launch follows it (it has no tickets; without
+  // that launch no row can defer, and the merged-row count it adds to is
+  // never read), so it clears nothing otherwise.
+  bool dependent = false;
+  if (kind < 0 || may_split) {
+    const cudaError_t ce = clear_counters(a.tickets, lay.cleared, stream, dependent);
+    if (ce != cudaSuccess) return ce;
+  }
   if (kind >= 0) {
     switch (logits.dtype) {
       case DType::kF32:
-        return launch_rowcta_kernel<float>(a, kind, may_split, stream);
+        return launch_rowcta_kernel<float>(a, kind, may_split, dependent, stream);
       case DType::kBF16:
-        return launch_rowcta_kernel<__nv_bfloat16>(a, kind, may_split, stream);
+        return launch_rowcta_kernel<__nv_bfloat16>(a, kind, may_split, dependent, stream);
       case DType::kF16:
-        return launch_rowcta_kernel<__half>(a, kind, may_split, stream);
+        return launch_rowcta_kernel<__half>(a, kind, may_split, dependent, stream);
     }
   }
   switch (logits.dtype) {
     case DType::kF32:
-      return launch_pivot_kernels<float>(a, (unsigned)blocks, may_split, stream);
+      return launch_pivot_kernels<float>(a, (unsigned)blocks, may_split, dependent, stream);
     case DType::kBF16:
-      return launch_pivot_kernels<__nv_bfloat16>(a, (unsigned)blocks, may_split, stream);
+      return launch_pivot_kernels<__nv_bfloat16>(a, (unsigned)blocks, may_split, dependent, stream);
     case DType::kF16:
-      return launch_pivot_kernels<__half>(a, (unsigned)blocks, may_split, stream);
+      return launch_pivot_kernels<__half>(a, (unsigned)blocks, may_split, dependent, stream);
   }
   return cudaGetLastError();
 }

@@ -474,6 +474,86 @@ TEST(GpuSampler, WorkspaceReusedAcrossShapesAndAlgos) {
   }
 }
 
+// A call's counters (tickets, deferred list, item counters) are cleared by
+// the call itself, by a kernel its first kernel waits for as a programmatic
+// dependent (PivotPolicy::kClearKernel), and only by calls that read them:
+// a row-CTA call with no split launch behind it clears nothing and leaves
+// its merged-row count where it was.  Seven calls of every kind, enqueued
+// back to back on one stream and one workspace with no host wait between
+// them (row-CTA min-p without and with the split launch, row-CTA top-p with
+// deferred rows, chunked top-p calls whose rows defer to the streaming split
+// launch, the sort path writing over the whole workspace, a chunked top-k
+// call), must each match the CPU backend.
+TEST(GpuSampler, WorkspaceCountersAcrossCallKindsBackToBack) {
+  TS_REQUIRE_GPU();
+  const int64_t vocab = 129280;
+  struct Step {
+    int64_t rows;
+    Dist dist;
+    ScalarFilter f;
+    Algo algo;
+  } steps[] = {
+      {256, Dist::kOutlierHead, {1.0f, 50, 1.0f, 0.05f}, Algo::kPivot},  // row-CTA min-p, no split launch
+      {8, Dist::kGaussian, {1.0f, 0, 0.9f, 0.0f}, Algo::kPivot},         // chunked, rows defer (streaming)
+      {256, Dist::kGaussian, {1.0f, 0, 0.9f, 0.0f}, Algo::kPivot},       // row-CTA top-p, rows defer
+      {4, Dist::kGaussian, {1.0f, 0, 0.9f, 0.0f}, Algo::kSort},          // sort: scratch over the counters
+      {3, Dist::kGaussian, {0.8f, 0, 0.95f, 0.0f}, Algo::kPivot},        // chunked, rows defer
+      {256, Dist::kOutlierHead, {1.0f, 0, 0.9f, 0.02f}, Algo::kPivot},   // row-CTA min-p with the split launch
+      {2, Dist::kOutlierHead, {1.0f, 50, 0.9f, 0.0f}, Algo::kPivot},     // chunked top-k
+  };
+  SamplerConfig c;
+  c.backend = Backend::kCuda;
+  std::unique_ptr<Sampler> pivot, sort;
+  c.algo = Algo::kPivot;
+  ASSERT_EQ(Sampler::create(c, &pivot), Status::kOk);
+  c.algo = Algo::kSort;
+  ASSERT_EQ(Sampler::create(c, &sort), Status::kOk);
+  size_t need = 0;
+  for (const Step& st : steps) {
+    size_t bytes = 0;
+    (st.algo == Algo::kSort ? sort : pivot)->workspace_size(st.rows, vocab, DType::kF32, &bytes);
+    need = std::max(need, bytes);
+  }
+  DeviceMem ws(need);
+  ASSERT_EQ(pivot->workspace_init(ws.p, need, nullptr), Status::kOk);
+  std::vector<HostBatch> hosts;
+  std::vector<std::unique_ptr<DeviceBatch>> devs;
+  uint64_t seed = 9100;
+  for (const Step& st : steps) {
+    BatchOptions o;
+    o.dist = st.dist;
+    o.random_params = false;
+    o.max_pad = 0;
+    HostBatch b = make_batch(st.rows, vocab, DType::kF32, seed++, o);
+    st.f.set_rows(b);
+    for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = (uint64_t)r * 7919u + seed;
+    auto d = std::make_unique<DeviceBatch>(b);
+    st.f.apply(*d);
+    d->out.logprobs = nullptr;  // row-CTA top-p calls take none
+    d->poison();
+    hosts.push_back(std::move(b));
+    devs.push_back(std::move(d));
+  }
+  for (size_t i = 0; i < devs.size(); ++i) {
+    Sampler* s = steps[i].algo == Algo::kSort ? sort.get() : pivot.get();
+    ASSERT_EQ(s->sample(devs[i]->view, devs[i]->params, devs[i]->out, ws.p, need, nullptr), Status::kOk)
+        << last_error_message();
+  }
+  TS_CUDA_OK(cudaDeviceSynchronize());
+  int64_t rows = 0, deep = 0;
+  for (size_t i = 0; i < devs.size(); ++i) {
+    const Results gpu = devs[i]->fetch();
+    const Results cpu = run_cpu(hosts[i]);
+    EXPECT_EQ(gpu.token, cpu.token) << "step " << i;
+    EXPECT_EQ(gpu.status, cpu.status) << "step " << i;
+    EXPECT_EQ(gpu.kept, cpu.kept) << "step " << i;
+    rows += hosts[i].rows;
+    for (int32_t k : gpu.kept) deep += k > (vocab + 4095) / 4096 * 64;
+  }
+  std::printf("[workspace_counters] rows %lld, rows past the candidates %lld\n", (long long)rows, (long long)deep);
+  EXPECT_GE(deep, 100) << "too few rows reached the split fallback for this test to mean anything";
+}
+
 // Rows the random matrix rarely or never draws: every finite x / T underflows
 // to -inf (NO_VALID_TOKEN), one finite token among -inf, V = 1, x / T
 // overflowing to +inf (NAN_INPUT).
