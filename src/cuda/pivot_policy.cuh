@@ -139,8 +139,9 @@
 // zero: 1, a one-CTA clearing kernel whose stores the call's first kernel
 // waits for (griddepcontrol.wait) only where it first touches them, as its
 // programmatic dependent, so the logits' loads and the chunk phase overlap
-// the clearing; 0, a cudaMemsetAsync node before the first kernel (~1.8 us
-// per call on the H200 in a graph: dev/memset_probe.cu).
+// the clearing; 2, the same kernel launched plainly before the first
+// kernel; 0, a cudaMemsetAsync node before the first kernel (~1.8 us per
+// call on the H200 in a graph: dev/memset_probe.cu).
 #ifndef TOKENSIFT_PIVOT_CLEAR_KERNEL
 #define TOKENSIFT_PIVOT_CLEAR_KERNEL 1
 #endif
@@ -263,7 +264,7 @@ struct PivotPolicy {
   static constexpr bool kRowCtaTopP = TOKENSIFT_PIVOT_ROWCTA_TOP_P != 0;
   static constexpr bool kSplitRunCall = TOKENSIFT_PIVOT_SPLIT_RUN_CALL != 0;
   static constexpr bool kSplitStream = TOKENSIFT_PIVOT_SPLIT_STREAM != 0;
-  static constexpr bool kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL != 0;
+  static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4

@@ -75,12 +75,12 @@ __global__ void clear_counters_kernel(uint32_t* words, uint32_t n) {
 }
 
 // Clears [words, words + bytes) before the call's first kernel: a clearing
-// kernel whose dependent that kernel is (PivotPolicy::kClearKernel; true),
-// or a memset node (false; ~1.8 us more per call in a graph on the H200,
-// dev/memset_probe.cu).
+// kernel (PivotPolicy::kClearKernel 1: that kernel its programmatic
+// dependent, `dependent` set; 2: a plain launch) or a memset node (0; ~1.8
+// us more per call in a graph on the H200, dev/memset_probe.cu).
 static cudaError_t clear_counters(uint32_t* words, size_t bytes, cudaStream_t stream, bool& dependent) {
-  dependent = PivotPolicy::kClearKernel;
-  if (!dependent) return cudaMemsetAsync(words, 0, bytes, stream);
+  dependent = PivotPolicy::kClearKernel == 1;
+  if (PivotPolicy::kClearKernel == 0) return cudaMemsetAsync(words, 0, bytes, stream);
   clear_counters_kernel<<<1, 256, 0, stream>>>(words, (uint32_t)(bytes / sizeof(uint32_t)));
   return cudaGetLastError();
 }
