@@ -440,15 +440,20 @@ TEST(GpuSampler, GraphCaptureAndReplaySplitStream) {
   }
 }
 
-TEST(GpuSampler, WorkspaceReusedAcrossShapesAndAlgos) {
-  TS_REQUIRE_GPU();
+// A CUDA sampler of each algorithm, for tests that share one workspace.
+void make_pivot_and_sort(std::unique_ptr<Sampler>& pivot, std::unique_ptr<Sampler>& sort) {
   SamplerConfig c;
   c.backend = Backend::kCuda;
-  std::unique_ptr<Sampler> pivot, sort;
   c.algo = Algo::kPivot;
   ASSERT_EQ(Sampler::create(c, &pivot), Status::kOk);
   c.algo = Algo::kSort;
   ASSERT_EQ(Sampler::create(c, &sort), Status::kOk);
+}
+
+TEST(GpuSampler, WorkspaceReusedAcrossShapesAndAlgos) {
+  TS_REQUIRE_GPU();
+  std::unique_ptr<Sampler> pivot, sort;
+  ASSERT_NO_FATAL_FAILURE(make_pivot_and_sort(pivot, sort));
   size_t need = 0, b1 = 0, b2 = 0;
   pivot->workspace_size(4000, 64, DType::kF32, &b1);
   sort->workspace_size(4000, 64, DType::kF32, &b2);
@@ -501,13 +506,8 @@ TEST(GpuSampler, WorkspaceCountersAcrossCallKindsBackToBack) {
       {256, Dist::kOutlierHead, {1.0f, 0, 0.9f, 0.02f}, Algo::kPivot},   // row-CTA min-p with the split launch
       {2, Dist::kOutlierHead, {1.0f, 50, 0.9f, 0.0f}, Algo::kPivot},     // chunked top-k
   };
-  SamplerConfig c;
-  c.backend = Backend::kCuda;
   std::unique_ptr<Sampler> pivot, sort;
-  c.algo = Algo::kPivot;
-  ASSERT_EQ(Sampler::create(c, &pivot), Status::kOk);
-  c.algo = Algo::kSort;
-  ASSERT_EQ(Sampler::create(c, &sort), Status::kOk);
+  ASSERT_NO_FATAL_FAILURE(make_pivot_and_sort(pivot, sort));
   size_t need = 0;
   for (const Step& st : steps) {
     size_t bytes = 0;
