@@ -22,7 +22,8 @@
 # Env:   FLASHINFER_CUDA_ARCH_LIST (9.0a), MAX_JOBS (2: shared machine),
 #        TVM_FFI_VERSION (0.1.15.post2), FIJIT_FORCE=1 (redo the copy and checks;
 #        removing $TOKENSIFT_PREP_CACHE/fijit-ws forces a full recompile),
-#        TOKENSIFT_PREP_CACHE (/tmp/tokensift-prep: build tree and site).
+#        TOKENSIFT_PREP_CACHE (/tmp/tokensift-prep: build tree and site),
+#        FI_WHL (the trimmed wheel; default: the cache's jit-wheel/, else .whl/).
 set -euo pipefail
 
 root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
@@ -33,8 +34,13 @@ export FLASHINFER_CUDA_ARCH_LIST="${FLASHINFER_CUDA_ARCH_LIST:-9.0a}"
 export MAX_JOBS="${MAX_JOBS:-2}" FLASHINFER_DISABLE_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
 out=.peers/flashinfer-aot
 
-fi_whl="$(ls .whl/flashinfer_python-*.whl 2>/dev/null | head -1 || true)"
-[ -n "$fi_whl" ] || { echo "!! no .whl/flashinfer_python-*.whl: run scripts/prep-peers.sh" >&2; exit 1; }
+# The wheel trimmed for the JIT build (sources kept): prep-peers.sh leaves it
+# in the cache (.whl/ may hold the --aot-only trim, which cannot compile).
+fi_whl="${FI_WHL:-}"
+for cand in "$cache"/jit-wheel/flashinfer_python-*.whl .whl/flashinfer_python-*.whl; do
+  [ -n "$fi_whl" ] || [ ! -f "$cand" ] || fi_whl="$cand"
+done
+[ -n "$fi_whl" ] || { echo "!! no trimmed flashinfer_python wheel: run scripts/prep-peers.sh" >&2; exit 1; }
 if [ -z "${CUDA_HOME:-}" ]; then
   if command -v nvcc > /dev/null; then CUDA_HOME="$(dirname "$(dirname "$(command -v nvcc)")")"
   else CUDA_HOME=/usr/local/cuda; fi

@@ -54,15 +54,28 @@ vllm_whl="$(ls "$cache"/vllm-"$vllm_version"-*.whl | head -1)"
 rm -f .whl/flashinfer_python-*.whl .whl/apache_tvm_ffi-*.whl
 cp "$tvm_whl" .whl/
 
+# Trimmed for the JIT build (sources kept) into the cache, where
+# prep-flashinfer-jit.sh takes it; .whl/ gets a copy, replaced below by the
+# smaller --aot-only trim once the prebuilt modules are there.
 echo "== trimming $(basename "$fi_whl")"
-python3 "$root/bench/peers/trim_flashinfer_wheel.py" "$fi_whl" ".whl/$(basename "$fi_whl")"
+jit_whl="$cache/jit-wheel/$(basename "$fi_whl")"
+mkdir -p "$cache/jit-wheel" && rm -f "$cache"/jit-wheel/flashinfer_python-*.whl
+python3 "$root/bench/peers/trim_flashinfer_wheel.py" "$fi_whl" "$jit_whl"
+cp "$jit_whl" .whl/
 
 echo "== extracting vLLM's Qrita module into .peers/"
 python3 "$root/bench/peers/extract_qrita.py" "$vllm_whl" .peers
 
 if [ "${PREP_FLASHINFER_JIT:-1}" != 0 ]; then
   echo "== FlashInfer's sampling and top-k modules, compiled here for the device"
-  bash "$root/scripts/prep-flashinfer-jit.sh"
+  FI_WHL="$jit_whl" bash "$root/scripts/prep-flashinfer-jit.sh"
+fi
+# With the modules prebuilt, the device never compiles: the wheel it gets
+# can leave out FlashInfer's sources and the kernel families sampling does
+# not import (the whole carry must stay under 64 MiB).
+if [ -f .peers/flashinfer-aot/aot/manifest.json ]; then
+  echo "== the device's wheel without sources (prebuilt modules present)"
+  python3 "$root/bench/peers/trim_flashinfer_wheel.py" --aot-only "$jit_whl" ".whl/$(basename "$fi_whl")"
 fi
 
 echo "== what travels to the device (limit 64 MiB per call)"

@@ -9,7 +9,16 @@ units of the sampling, renorm and top-k modules.  Dropped: the other kernels'
 sources (attention, GEMM, MoE, ...) and CUTLASS, which those modules do not
 include.  RECORD is rewritten to list only what is kept.
 
-Usage: python3 trim_flashinfer_wheel.py IN.whl OUT.whl
+With --aot-only, data/ goes as well (headers and sources, ~5 MiB of the
+trimmed wheel), and the Python of three kernel families that the sampling
+and top-k modules never import (experimental/, fused_moe/, moe_ep/: ~16 MiB;
+checked by importing flashinfer.sampling and flashinfer.topk through
+bench/peers/flashinfer_loader.py from such a wheel): for a device run that
+loads those modules prebuilt by scripts/prep-flashinfer-jit.sh and never
+compiles (FlashInfer cannot JIT-compile from this wheel).  The JIT build
+itself uses the wheel trimmed without --aot-only.
+
+Usage: python3 trim_flashinfer_wheel.py [--aot-only] IN.whl OUT.whl
 """
 import base64
 import hashlib
@@ -22,12 +31,15 @@ import zipfile
 _CSRC_WORDS = ("sampling", "renorm", "topk")
 _HEADER_EXTS = (".h", ".cuh", ".hpp", ".inc", ".inl")
 _DATA_TREES = ("flashinfer/data/include/", "flashinfer/data/cccl/", "flashinfer/data/spdlog/")
+_AOT_DROPPED = ("flashinfer/data/", "flashinfer/experimental/", "flashinfer/fused_moe/", "flashinfer/moe_ep/")
 
 
-def keep(name: str) -> bool:
+def keep(name: str, aot_only: bool = False) -> bool:
     if ".dist-info/" in name:
         return True
     if not name.startswith("flashinfer/"):
+        return False
+    if aot_only and name.startswith(_AOT_DROPPED):
         return False
     if name.startswith("flashinfer/data/"):
         if name.startswith(_DATA_TREES):
@@ -48,7 +60,7 @@ def record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def main(src: str, dst: str) -> None:
+def main(src: str, dst: str, aot_only: bool = False) -> None:
     kept_bytes = dropped = 0
     tmp = dst + ".tmp"
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED,
@@ -58,7 +70,7 @@ def main(src: str, dst: str) -> None:
         for info in zin.infolist():
             if info.filename == record_name or info.is_dir():
                 continue
-            if not keep(info.filename):
+            if not keep(info.filename, aot_only):
                 dropped += 1
                 continue
             data = zin.read(info)
@@ -74,6 +86,10 @@ def main(src: str, dst: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    argv = sys.argv[1:]
+    aot = argv[:1] == ["--aot-only"]
+    if aot:
+        argv = argv[1:]
+    if len(argv) != 2:
         raise SystemExit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(argv[0], argv[1], aot)
