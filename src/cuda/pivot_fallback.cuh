@@ -94,6 +94,12 @@ struct FallbackRow {
   bool m_active;
   FallbackSmem<Policy>& sm;
   float bins_per_unit = (float)Policy::kFbBinsPerUnit;  // bin width: 1 / bins_per_unit logit units
+  // The depth where the catch-all bin begins, (kBins - 1) / bins_per_unit:
+  // kept beside bins_per_unit (set_bins_per_unit) because bin_of runs per
+  // token and the compiler did not hoist the IEEE division out of the token
+  // loops (a MUFU.RCP and a slow-path call a token in split_hist_kernel's
+  // SASS, v45).  The same division, so the same bits.
+  float depth_cap = (float)(Policy::kFbBins - 1) / (float)Policy::kFbBinsPerUnit;
 
   static constexpr int kThreads = Policy::kThreads;
   static constexpr int kBins = Policy::kFbBins;
@@ -119,7 +125,11 @@ struct FallbackRow {
   // path.)
   __device__ int bin_of(float z) const {
     const float d = zmax - z;
-    return d < (float)(kBins - 1) / bins_per_unit ? (int)(d * bins_per_unit) : kBins - 1;
+    return d < depth_cap ? (int)(d * bins_per_unit) : kBins - 1;
+  }
+  __device__ void set_bins_per_unit(float b) {
+    bins_per_unit = b;
+    depth_cap = (float)(kBins - 1) / b;
   }
 
   __device__ double block_sum(double v) {

@@ -185,7 +185,7 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   TS_SPLIT_ITEM(0, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
-  fb.bins_per_unit = s.bins_per_unit;
+  fb.set_bins_per_unit(s.bins_per_unit);
   const float scale = fb.fixed_scale();
   fb.hist_clear();
   float x[Policy::kItems];
@@ -308,7 +308,7 @@ __device__ __forceinline__ void split_pass_b_item(
   }
   TS_SPLIT_ITEM(1, item, 1, it.row_id);
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
-  fb.bins_per_unit = s.bins_per_unit;
+  fb.set_bins_per_unit(s.bins_per_unit);
   uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
   const int bin = load_cg(&s.bin);  // from L2: pass A's last item may have run in this launch
   if (bin >= 0) {
