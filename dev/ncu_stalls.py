@@ -4,6 +4,13 @@ ncu-*-source.csv, `--print-source cuda,sass`): totals per stall reason and
 the source lines with the most samples, with their top reasons.
 
   python3 dev/ncu_stalls.py ncu-b1-p0.9-source.csv [--top 25]
+      [--span resolve=pivot_fallback.cuh:254-300 ...]
+
+--span NAME=FILE:FIRST-LAST (repeatable) also sums the samples of a line
+range, e.g. one phase's function.  Samples land on the source line of the
+code that ran, so an inlined helper (bin_of, the contract's log) counts on
+its own lines, whichever phase called it: a span holds what its lines
+themselves cost.
 """
 import argparse
 import csv
@@ -15,7 +22,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("csv")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--span", action="append", default=[], metavar="NAME=FILE:FIRST-LAST")
     args = ap.parse_args()
+    spans = []
+    for sp in args.span:
+        name, _, where = sp.partition("=")
+        f, _, rng = where.rpartition(":")
+        a, _, b = rng.partition("-")
+        if not (name and f and a.isdigit() and b.isdigit()):
+            raise SystemExit(f"--span {sp!r}: want NAME=FILE:FIRST-LAST")
+        spans.append((name, os.path.basename(f), int(a), int(b)))
     path = None
     header = None
     per_line = defaultdict(lambda: defaultdict(float))
@@ -56,6 +72,15 @@ def main():
         s = sum(st.values())
         reasons = ", ".join(f"{k} {100 * v / s:.0f}%" for k, v in sorted(st.items(), key=lambda kv: -kv[1])[:3])
         print(f"  {100 * s / grand:5.1f} %  {f}:{ln:<5} [{reasons}]  {text[(f, ln)]}")
+    for name, f, a, b in spans:
+        st = defaultdict(float)
+        for (pf, ln), d in per_line.items():
+            if pf == f and a <= ln <= b:
+                for k, v in d.items():
+                    st[k] += v
+        s = sum(st.values())
+        reasons = ", ".join(f"{k} {100 * v / s:.0f}%" for k, v in sorted(st.items(), key=lambda kv: -kv[1])[:3]) if s else ""
+        print(f"span {name} ({f}:{a}-{b}): {100 * s / grand:5.1f} % [{reasons}]")
 
 
 if __name__ == "__main__":
