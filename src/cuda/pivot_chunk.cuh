@@ -83,7 +83,18 @@ struct ChunkSmem {
   uint32_t bar_key;  // plain rows: order key of the chunk max's race score
   int emit_count;  // slots of the fast emission
   float guess;     // the Gaussian pivot guess, derived once (rows without min-p)
+  float emit_part[Policy::kThreads / 32];  // per warp: the emitted mass bound (top-p-only rows)
 };
+
+// Thread 0, after the barrier that ends the chunk phase: the chunk's emitted
+// mass bound, the warps' parts summed in a fixed order.
+template <class Policy>
+__device__ __forceinline__ float chunk_emit_mass(const ChunkSmem<Policy>& sm) {
+  float e = 0.0f;
+#pragma unroll
+  for (int w = 0; w < Policy::kThreads / 32; ++w) e += sm.emit_part[w];
+  return e;
+}
 
 // The sample's mean and variance (0 without a sample): the Gaussian fit's mu
 // and sigma^2, and whether the chunk has spread enough for a guess at all.
@@ -317,6 +328,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     sm.bar_key = 0;
     sm.emit_count = 0;
   }
+  if (threadIdx.x < Policy::kThreads / 32) sm.emit_part[threadIdx.x] = 0.0f;  // chunks that emit nothing
   {
     ChunkStats r = typename ChunkSmem<Policy>::Reduce(sm.temp.reduce).Reduce(st, ChunkStatsOp{});
     if (threadIdx.x == 0) {
@@ -506,6 +518,18 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     em = {pk, count, all ? 0ull : pack_order(pk - 1u, 0u)};
   } else {
     em = emit_by_radix<T, Policy>(x, begin, n, cap, cand, sm);
+  }
+  if (Policy::kEarlyDefer && cfg.p_active && !cfg.k_active && !cfg.m_active) {
+    // The emitted tokens lie in {key >= prefix} (exactly, on the fast path);
+    // floats order as the keys do.  Few tokens pass, so few expf run.
+    const float floor_z = em.prefix ? contract::key_to_float(em.prefix) : -kInf;
+    float e = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kItems; ++j)
+      if (x[j] > -kInf && x[j] >= floor_z) e += expf(x[j] - zloc);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) e += __shfl_xor_sync(0xffffffffu, e, o);
+    if ((threadIdx.x & 31u) == 0) sm.emit_part[threadIdx.x / 32] = e;
   }
   if (threadIdx.x == 0) {
     out.next = em.next;

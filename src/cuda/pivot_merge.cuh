@@ -116,6 +116,7 @@ struct MergeSmem {
   int count;
   int ival;
   int robust;  // decide_from_list: the top-p boundary is clear of the band
+  double early_part[2][Policy::kThreads / 32];  // early deferral: per warp, W and the emitted mass
 };
 
 // Writes the entries of v (one per slot row, as the caller read them from
@@ -172,6 +173,17 @@ __device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float 
     a.split[row_id] = s;
     store_release(&a.deferred_rows[atomicAdd(a.deferred_count, 1u)], (uint32_t)row_id + 1u);
   }
+}
+
+// The split fallback's histogram resolution for a top-p row without min-p
+// whose W is w: ln(V / W) is the depth below the max where a typical token
+// sits, so kFbDepthBins bins per that depth keep the bin at the boundary to a
+// few hundred tokens on near-flat rows (depth ~1) and on peaked ones (depth
+// ~10-20) alike.
+template <class Policy>
+__device__ __forceinline__ float split_bins_per_unit(int64_t vocab, double w) {
+  const double depth = log((double)vocab / w);
+  return depth > 0.0 ? (float)fmin(fmax((double)Policy::kFbDepthBins / depth, 8.0), 65536.0) : 65536.0f;
 }
 
 // The merging CTA's last word on a row (thread 0, after its result or its
@@ -542,11 +554,7 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
     // the boundary to a few hundred tokens on near-flat rows (depth ~1) and
     // on peaked ones (depth ~10-20) alike.  W from the chunks' sums: top-p
     // rows without min-p only; others keep the fixed grid.
-    float per_unit = (float)Policy::kFbBinsPerUnit;
-    if (!cfg.m_active) {
-      const double depth = log((double)a.vocab / chunk_mass());
-      per_unit = depth > 0.0 ? (float)fmin(fmax((double)Policy::kFbDepthBins / depth, 8.0), 65536.0) : 65536.0f;
-    }
+    const float per_unit = cfg.m_active ? (float)Policy::kFbBinsPerUnit : split_bins_per_unit<Policy>(a.vocab, chunk_mass());
     defer_row<Policy>(a, row_id, zmax, per_unit);
     return {kRowDeferred, -1, 0, kNan};
   }
@@ -605,8 +613,19 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   const float kNan = __int_as_float(0x7fffffff);
 
   TS_MERGE_MARK(0);
+  // Early deferral (PivotPolicy::kEarlyDefer): a top-p-only row's chunk
+  // terms, loaded with the statistics (one chunk per thread).
+  const bool early = Policy::kEarlyDefer && top_p_only(cfg) && !cfg.invalid && a.chunks <= Policy::kThreads &&
+                     split_vocab_ok<Policy>(a.vocab);
+  double c_mass = 0.0;
+  float c_zloc = 0.0f, c_emit = 0.0f;
   RowStats st{0, 0, 0, 0, 0, 0, 0};
   for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
+    if (early) {
+      c_mass = load_cg(&sum[c].mass);
+      c_zloc = load_cg(&sum[c].zloc);
+      c_emit = load_cg(&sum[c].emit_mass);
+    }
     RowStats s;
     s.xmax = load_cg(&sum[c].xmax);
     s.next = load_cg(&sum[c].next);
@@ -615,6 +634,7 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     s.bad = load_cg(&sum[c].bad);
     s.eligible = load_cg(&sum[c].eligible);
     s.emitted = load_cg(&sum[c].emitted);
+    if (early && s.eligible == 0) c_mass = 0.0, c_emit = 0.0f;
     st = RowStatsOp{}(st, s);
   }
   __syncthreads();
@@ -636,6 +656,40 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   if (rs.eligible == 0) return {TOKENSIFT_ROW_NO_VALID_TOKEN, -1, 0, kNan};
 
   auto chunk_mass = [&]() { return row_chunk_mass<Policy>(sm, sum, a.chunks, zmax); };
+
+  // ---- 0. early deferral ----
+  // The candidates hold at most the chunks' emitted mass; when that is below
+  // p W by the margin, the list cannot decide the row (its prefix never
+  // reaches p W), so it goes to the split fallback now, as it would after
+  // the candidates were loaded, pre-selected, sorted and scanned (the same
+  // conditions: top-p only, no tie run at the max, a vocabulary the split
+  // takes; the same zmax and bins).  W here is a warp-then-fixed-order sum,
+  // for this test only; the bins take the block sum the list path takes.
+  if (early && !(rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax))) {
+    double w = 0.0, m = 0.0;
+    if (threadIdx.x < a.chunks) {
+      const double f = exp((double)c_zloc - (double)zmax);
+      w = c_mass * f;
+      m = (double)c_emit * f;
+    }
+    w = warp_sum(w);
+    m = warp_sum(m);
+    if ((threadIdx.x & 31u) == 0) {
+      sm.early_part[0][threadIdx.x / 32] = w;
+      sm.early_part[1][threadIdx.x / 32] = m;
+    }
+    __syncthreads();
+    double wt = 0.0, mt = 0.0;
+#pragma unroll
+    for (int i = 0; i < Policy::kThreads / 32; ++i) {
+      wt += sm.early_part[0][i];
+      mt += sm.early_part[1][i];
+    }
+    if (mt < (double)cfg.top_p * wt * (1.0 - Policy::kEarlyDeferMargin)) {
+      defer_row<Policy>(a, row_id, zmax, split_bins_per_unit<Policy>(a.vocab, chunk_mass()));
+      return {kRowDeferred, -1, 0, kNan};
+    }
+  }
 
   if (cfg.plain()) {
     const int32_t tok = (int32_t)packed_index(rs.race);

@@ -160,6 +160,13 @@
 #define TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS 1
 #endif
 
+// Whether the chunked merge defers a top-p-only row before loading its
+// candidates when the chunks' emitted mass already says the list cannot reach
+// p W (1, v46), or only after deciding from the list (0).
+#ifndef TOKENSIFT_PIVOT_EARLY_DEFER
+#define TOKENSIFT_PIVOT_EARLY_DEFER 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 struct PivotPolicy {
@@ -266,6 +273,15 @@ struct PivotPolicy {
   static constexpr bool kSplitStream = TOKENSIFT_PIVOT_SPLIT_STREAM != 0;
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
+  // Early deferral (v46): each chunk of a top-p-only row reports an upper
+  // bound on its candidates' mass (ChunkSummary::emit_mass); when their sum is
+  // below p W (1 - kEarlyDeferMargin) no decision from the list can keep the
+  // row, so the merge defers it before loading, pre-selecting and sorting the
+  // candidates.  The margin is far above the fp32 sums' error (~1e-5
+  // relative), so exactly the rows the list path would defer are deferred,
+  // only sooner, and with the same arguments: the results keep their bits.
+  static constexpr bool kEarlyDefer = TOKENSIFT_PIVOT_EARLY_DEFER != 0;
+  static constexpr double kEarlyDeferMargin = 1e-3;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
   // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one

@@ -35,7 +35,8 @@ struct ChunkSummary {
   int32_t emitted;   // candidates written for this chunk
   int32_t eligible;  // tokens with z > -inf
   int32_t bad;       // saw a NaN or +inf logit
-  int32_t pad_;
+  float emit_mass;   // top-p-only rows (PivotPolicy::kEarlyDefer): sum of exp(z - zloc) over the
+                     //   chunk's tokens at or above its emission prefix, a bound on the emitted mass
 };
 
 // A row whose top-p boundary the merging CTA could not decide is deferred to
