@@ -818,6 +818,68 @@ TEST(GpuSampler, SplitFallbackOneOrTwoLaunchesAgree) {
   EXPECT_GE(deep_rows, 8) << "too few rows reached the split fallback for this test to mean anything";
 }
 
+// Early deferral (PivotPolicy::kEarlyDefer): the chunked merge sends a
+// top-p-only row to the split fallback before reading its candidates when
+// their mass bound is below p W, and decides the others from the list.  Per-row
+// p (so the chunked kernel, not the row-CTA one, at 128 rows) swept from 0.05
+// to 0.999 over the anchors' rows (20 boosted tokens over a Gaussian bulk),
+// bf16-tied rows and half-masked rows puts boundaries among the candidates, just past them
+// (the band where the bound and the list path meet) and deep in the bulk.
+// Every row must match the CPU backend and its row-alone bits; the test asks
+// for rows on both sides of the candidates' reach.
+TEST(GpuSampler, EarlyDeferralSweepOfTopPMatchesCpu) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["early_defer"];
+  int reported = 0;
+  AloneTally alone_t;
+  int64_t deep_rows = 0, shallow_rows = 0;
+  const float ps[] = {0.05f, 0.2f, 0.4f, 0.5f, 0.6f, 0.7f, 0.75f, 0.8f, 0.85f, 0.88f, 0.9f, 0.92f,
+                      0.94f, 0.95f, 0.96f, 0.97f, 0.98f, 0.985f, 0.99f, 0.995f, 0.999f};
+  const int nps = (int)(sizeof(ps) / sizeof(ps[0]));
+  const struct {
+    int64_t rows, vocab;
+    DType dt;
+    Dist dist;
+  } cases[] = {{128, 129280, DType::kF32, Dist::kOutlierHead},
+               {128, 151936, DType::kBF16, Dist::kOutlierHead},
+               {64, 4099, DType::kF32, Dist::kOutlierHead},
+               {64, 129280, DType::kBF16, Dist::kBf16Ties},
+               {64, 65536, DType::kF16, Dist::kHalfNegInf}};
+  for (const auto& c : cases) {
+    BatchOptions o;
+    o.dist = c.dist;
+    o.random_params = false;
+    o.fixed = RowParams{1.0f, 0.0f, 0, 0.9f, 17, 0};
+    o.max_pad = 0;
+    HostBatch b = make_batch(c.rows, c.vocab, c.dt, 9001 + c.vocab, o);
+    for (int64_t r = 0; r < b.rows; ++r) {
+      b.top_p[r] = ps[(r * 7) % nps];
+      b.offset[r] = (uint64_t)r * 7919u;
+    }
+    GpuSampler g;
+    ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+    DeviceBatch d(b);
+    d.poison();
+    ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+    TS_CUDA_OK(cudaDeviceSynchronize());
+    const Results all = d.fetch();
+    compare_batch(b, all, run_cpu(b), t, reported);
+    const int64_t reach = (b.vocab + 4095) / 4096 * 64;  // what the chunks can emit
+    for (int64_t r = 0; r < b.rows; ++r) {
+      deep_rows += all.kept[r] > reach;
+      shallow_rows += all.kept[r] > 0 && all.kept[r] <= 32;
+      check_row_alone(g, b, r, all, nullptr, true, alone_t);
+    }
+  }
+  std::printf("[early_defer] rows %lld, rows alone checked %lld, differing %lld, past the candidates %lld, within 32 %lld\n",
+              (long long)t.rows, (long long)alone_t.checked, (long long)alone_t.differ, (long long)deep_rows,
+              (long long)shallow_rows);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+  EXPECT_EQ(alone_t.differ, 0);
+  EXPECT_GE(deep_rows, 16) << "too few rows past the candidates";
+  EXPECT_GE(shallow_rows, 16) << "too few rows decided among the candidates";
+}
+
 // Batches of min-p rows, or of top-k rows (k < 64) without min-p, with
 // scalar filter parameters take the row-CTA kernel from
 // PivotPolicy::kRowCtaMinRows rows (src/cuda/pivot_rowcta.cuh): every
