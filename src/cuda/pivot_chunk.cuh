@@ -83,11 +83,11 @@ struct ChunkSmem {
   uint32_t bar_key;  // plain rows: order key of the chunk max's race score
   int emit_count;  // slots of the fast emission
   float guess;     // the Gaussian pivot guess, derived once (rows without min-p)
-  float emit_part[Policy::kThreads / 32];  // per warp: the emitted mass bound (top-p-only rows)
+  float emit_part[Policy::kThreads / 32];  // per warp: the emitted tokens' mass (early deferral)
 };
 
-// Thread 0, after the barrier that ends the chunk phase: the chunk's emitted
-// mass bound, the warps' parts summed in a fixed order.
+// Thread 0, after the barrier that ends the chunk phase: the mass of the
+// chunk's emitted tokens, the warps' parts summed in a fixed order.
 template <class Policy>
 __device__ __forceinline__ float chunk_emit_mass(const ChunkSmem<Policy>& sm) {
   float e = 0.0f;
@@ -230,7 +230,8 @@ struct ChunkEmission {
 // the fast path).
 template <class T, class Policy>
 __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t begin, int n, int cap,
-                                       uint64_t* cand, ChunkSmem<Policy>& sm) {
+                                       uint64_t* cand, ChunkSmem<Policy>& sm, bool want_mass, float zloc,
+                                       float& mass) {
   constexpr int kItems = Policy::kItems;
   uint32_t key[kItems];
 #pragma unroll
@@ -283,7 +284,10 @@ __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t
   typename ChunkSmem<Policy>::Scan(sm.temp.scan).ExclusiveSum(mine, pos, emitted);
 #pragma unroll
   for (int j = 0; j < kItems; ++j)
-    if (emit[j]) cand[pos++] = pack_order(key[j], item_index<Policy, T>(begin, j));
+    if (emit[j]) {
+      cand[pos++] = pack_order(key[j], item_index<Policy, T>(begin, j));
+      if (want_mass) mass += expf(contract::key_to_float(key[j]) - zloc);
+    }
   __syncthreads();
   const uint64_t next_all = typename ChunkSmem<Policy>::ReduceU64(sm.temp.reduce_u64).Reduce(next, MaxU64{});
   if (threadIdx.x == 0) sm.best = next_all;
@@ -499,6 +503,10 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     }
   }
   TS_CHUNK_MARK(3);
+  // Early deferral (PivotPolicy::kEarlyDefer): the emitted tokens' mass,
+  // summed as they are stored (few tokens per thread; x is dead after).
+  const bool want_emit_mass = Policy::kEarlyDefer && a.early_defer && cfg.p_active && !cfg.k_active && !cfg.m_active;
+  float emit_mass = 0.0f;
   ChunkEmission em;
   if (fast) {
     // {x >= pivot} is {key >= order_key(pivot)}: an upper set.  One slot
@@ -512,24 +520,20 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     int pos = mine ? atomicAdd(&sm.emit_count, mine) : 0;
 #pragma unroll
     for (int j = 0; j < kItems; ++j)
-      if (x[j] >= pivot) cand[pos++] = pack_order(contract::order_key(x[j]), (uint32_t)item_index<Policy, T>(begin, j));
+      if (x[j] >= pivot) {
+        cand[pos++] = pack_order(contract::order_key(x[j]), (uint32_t)item_index<Policy, T>(begin, j));
+        if (want_emit_mass) emit_mass += expf(x[j] - zloc);
+      }
     const bool all = count == cnt;
     const uint32_t pk = all ? 0u : contract::order_key(pivot);
     em = {pk, count, all ? 0ull : pack_order(pk - 1u, 0u)};
   } else {
-    em = emit_by_radix<T, Policy>(x, begin, n, cap, cand, sm);
+    em = emit_by_radix<T, Policy>(x, begin, n, cap, cand, sm, want_emit_mass, zloc, emit_mass);
   }
-  if (Policy::kEarlyDefer && cfg.p_active && !cfg.k_active && !cfg.m_active) {
-    // The emitted tokens lie in {key >= prefix} (exactly, on the fast path);
-    // floats order as the keys do.  Few tokens pass, so few expf run.
-    const float floor_z = em.prefix ? contract::key_to_float(em.prefix) : -kInf;
-    float e = 0.0f;
+  if (want_emit_mass) {
 #pragma unroll
-    for (int j = 0; j < kItems; ++j)
-      if (x[j] > -kInf && x[j] >= floor_z) e += expf(x[j] - zloc);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) e += __shfl_xor_sync(0xffffffffu, e, o);
-    if ((threadIdx.x & 31u) == 0) sm.emit_part[threadIdx.x / 32] = e;
+    for (int o = 16; o > 0; o >>= 1) emit_mass += __shfl_xor_sync(0xffffffffu, emit_mass, o);
+    if ((threadIdx.x & 31u) == 0) sm.emit_part[threadIdx.x / 32] = emit_mass;
   }
   if (threadIdx.x == 0) {
     out.next = em.next;

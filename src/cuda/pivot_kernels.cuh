@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   __syncthreads();
   if (threadIdx.x == 0) {
     // Before the ticket's release, as the rest of the summary.
-    if (Policy::kEarlyDefer && cfg.p_active && !cfg.k_active && !cfg.m_active)
+    if (Policy::kEarlyDefer && a.early_defer && cfg.p_active && !cfg.k_active && !cfg.m_active)
       a.summaries[row * a.chunks + chunk].emit_mass = chunk_emit_mass<Policy>(smem.chunk);
     pdl_wait_primary();
     is_last = ticket_arrive(&a.tickets[row]) == (uint32_t)(a.chunks - 1);

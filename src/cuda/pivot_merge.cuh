@@ -615,8 +615,8 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   TS_MERGE_MARK(0);
   // Early deferral (PivotPolicy::kEarlyDefer): a top-p-only row's chunk
   // terms, loaded with the statistics (one chunk per thread).
-  const bool early = Policy::kEarlyDefer && top_p_only(cfg) && !cfg.invalid && a.chunks <= Policy::kThreads &&
-                     split_vocab_ok<Policy>(a.vocab);
+  const bool early = Policy::kEarlyDefer && a.early_defer && top_p_only(cfg) && !cfg.invalid &&
+                     a.chunks <= Policy::kThreads && split_vocab_ok<Policy>(a.vocab);
   double c_mass = 0.0;
   float c_zloc = 0.0f, c_emit = 0.0f;
   RowStats st{0, 0, 0, 0, 0, 0, 0};
@@ -657,40 +657,6 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
 
   auto chunk_mass = [&]() { return row_chunk_mass<Policy>(sm, sum, a.chunks, zmax); };
 
-  // ---- 0. early deferral ----
-  // The candidates hold at most the chunks' emitted mass; when that is below
-  // p W by the margin, the list cannot decide the row (its prefix never
-  // reaches p W), so it goes to the split fallback now, as it would after
-  // the candidates were loaded, pre-selected, sorted and scanned (the same
-  // conditions: top-p only, no tie run at the max, a vocabulary the split
-  // takes; the same zmax and bins).  W here is a warp-then-fixed-order sum,
-  // for this test only; the bins take the block sum the list path takes.
-  if (early && !(rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax))) {
-    double w = 0.0, m = 0.0;
-    if (threadIdx.x < a.chunks) {
-      const double f = exp((double)c_zloc - (double)zmax);
-      w = c_mass * f;
-      m = (double)c_emit * f;
-    }
-    w = warp_sum(w);
-    m = warp_sum(m);
-    if ((threadIdx.x & 31u) == 0) {
-      sm.early_part[0][threadIdx.x / 32] = w;
-      sm.early_part[1][threadIdx.x / 32] = m;
-    }
-    __syncthreads();
-    double wt = 0.0, mt = 0.0;
-#pragma unroll
-    for (int i = 0; i < Policy::kThreads / 32; ++i) {
-      wt += sm.early_part[0][i];
-      mt += sm.early_part[1][i];
-    }
-    if (mt < (double)cfg.top_p * wt * (1.0 - Policy::kEarlyDeferMargin)) {
-      defer_row<Policy>(a, row_id, zmax, split_bins_per_unit<Policy>(a.vocab, chunk_mass()));
-      return {kRowDeferred, -1, 0, kNan};
-    }
-  }
-
   if (cfg.plain()) {
     const int32_t tok = (int32_t)packed_index(rs.race);
     float lp = kNan;
@@ -707,7 +673,42 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   const bool small_s = a.chunks <= Policy::kMaxMergeChunks;
   if (small_s && threadIdx.x < a.chunks)  // the chunks' emitted counts, in shared memory
     sm.chunk_emitted[threadIdx.x] = load_cg(&sum[threadIdx.x].emitted);
+  // Early deferral: the candidates hold the chunks' emitted mass; when that is below p W by
+  // the margin, the list cannot decide the row (its prefix never reaches
+  // p W), so it goes to the split fallback now, as it would after the
+  // candidates were loaded, pre-selected, sorted and scanned: the same
+  // conditions (top-p only, no tie run at the max, a vocabulary the split
+  // takes), the same zmax and bins.  W here is a warp-then-fixed-order sum
+  // for this test only; the bins take the block sum the list path takes.
+  // The per-warp parts cross the barrier the emitted counts need anyway.
+  const bool early_test = early && !(rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax));
+  if (early_test) {
+    double w = 0.0, m = 0.0;
+    if (threadIdx.x < a.chunks) {
+      const double f = exp((double)c_zloc - (double)zmax);
+      w = c_mass * f;
+      m = (double)c_emit * f;
+    }
+    w = warp_sum(w);
+    m = warp_sum(m);
+    if ((threadIdx.x & 31u) == 0) {
+      sm.early_part[0][threadIdx.x / 32] = w;
+      sm.early_part[1][threadIdx.x / 32] = m;
+    }
+  }
   __syncthreads();
+  if (early_test) {
+    double wt = 0.0, mt = 0.0;
+#pragma unroll
+    for (int i = 0; i < Policy::kThreads / 32; ++i) {
+      wt += sm.early_part[0][i];
+      mt += sm.early_part[1][i];
+    }
+    if (mt < (double)cfg.top_p * wt * (1.0 - Policy::kEarlyDeferMargin)) {
+      defer_row<Policy>(a, row_id, zmax, split_bins_per_unit<Policy>(a.vocab, chunk_mass()));
+      return {kRowDeferred, -1, 0, kNan};
+    }
+  }
   TS_MERGE_MARK(8);
   bool use_list = rs.emitted <= Policy::kMergeCap * 4;
   uint32_t key_floor = lb;

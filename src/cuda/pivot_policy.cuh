@@ -166,6 +166,9 @@
 #ifndef TOKENSIFT_PIVOT_EARLY_DEFER
 #define TOKENSIFT_PIVOT_EARLY_DEFER 1
 #endif
+#ifndef TOKENSIFT_PIVOT_EARLY_DEFER_MAX_ROWS
+#define TOKENSIFT_PIVOT_EARLY_DEFER_MAX_ROWS 32
+#endif
 
 namespace tokensift::cuda_detail {
 
@@ -273,8 +276,8 @@ struct PivotPolicy {
   static constexpr bool kSplitStream = TOKENSIFT_PIVOT_SPLIT_STREAM != 0;
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
-  // Early deferral (v46): each chunk of a top-p-only row reports an upper
-  // bound on its candidates' mass (ChunkSummary::emit_mass); when their sum is
+  // Early deferral (v46): each chunk of a top-p-only row reports its
+  // candidates' mass (ChunkSummary::emit_mass); when their sum is
   // below p W (1 - kEarlyDeferMargin) no decision from the list can keep the
   // row, so the merge defers it before loading, pre-selecting and sorting the
   // candidates.  The margin is far above the fp32 sums' error (~1e-5
@@ -282,6 +285,11 @@ struct PivotPolicy {
   // only sooner, and with the same arguments: the results keep their bits.
   static constexpr bool kEarlyDefer = TOKENSIFT_PIVOT_EARLY_DEFER != 0;
   static constexpr double kEarlyDeferMargin = 1e-3;
+  // ... in calls of at most this many rows.  v46 (same-run bench at
+  // 173e2af): B <= 16 Gaussian p0.9 -8..-17 %, but the anchors' p0.9 at
+  // B = 64 +6..+10 %: rows deferred early wait for the split launch, whose
+  // items then overlap the pivot kernel's last wave (its span 46.9 -> 54.3 us).
+  static constexpr int64_t kEarlyDeferMaxRows = TOKENSIFT_PIVOT_EARLY_DEFER_MAX_ROWS;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
   // and 6 lost 4-18 %), the next row's (v27e, +3..+5 %) and the lines one

@@ -35,8 +35,8 @@ struct ChunkSummary {
   int32_t emitted;   // candidates written for this chunk
   int32_t eligible;  // tokens with z > -inf
   int32_t bad;       // saw a NaN or +inf logit
-  float emit_mass;   // top-p-only rows (PivotPolicy::kEarlyDefer): sum of exp(z - zloc) over the
-                     //   chunk's tokens at or above its emission prefix, a bound on the emitted mass
+  float emit_mass;   // top-p-only rows under PivotArgs::early_defer: sum of exp(z - zloc) over
+                     //   the emitted tokens (fp32)
 };
 
 // A row whose top-p boundary the merging CTA could not decide is deferred to
@@ -61,6 +61,7 @@ struct PivotArgs {
   int64_t rows;
   int32_t vocab;
   int32_t chunks;
+  int32_t early_defer;  // the merge may defer a top-p-only row before reading its candidates
   SamplingParams params;
   SampleOutputs out;
   uint32_t* tickets;         // [rows], zero between calls
