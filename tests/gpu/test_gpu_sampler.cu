@@ -818,10 +818,13 @@ TEST(GpuSampler, SplitFallbackOneOrTwoLaunchesAgree) {
   EXPECT_GE(deep_rows, 8) << "too few rows reached the split fallback for this test to mean anything";
 }
 
-// Early deferral (PivotPolicy::kEarlyDefer): the chunked merge sends a
-// top-p-only row to the split fallback before reading its candidates when
-// their mass bound is below p W, and decides the others from the list.  Per-row
-// p (so the chunked kernel, not the row-CTA one, at 128 rows) swept from 0.05
+// Early deferral (PivotPolicy::kEarlyDefer, calls of at most
+// kEarlyDeferMaxRows rows): the chunked merge sends a top-p-only row to the
+// split fallback before reading its candidates when their mass is below
+// p W, and decides the others from the list.  Batches above that size defer
+// after the list, so a row alone (early) against its batch (late) checks
+// that both give the same bits; the 32- and 21-row batches defer early
+// together.  Per-row p (so the chunked kernel, not the row-CTA one) swept from 0.05
 // to 0.999 over the anchors' rows (20 boosted tokens over a Gaussian bulk),
 // bf16-tied rows and half-masked rows puts boundaries among the candidates, just past them
 // (the band where the bound and the list path meet) and deep in the bulk.
@@ -844,7 +847,9 @@ TEST(GpuSampler, EarlyDeferralSweepOfTopPMatchesCpu) {
                {128, 151936, DType::kBF16, Dist::kOutlierHead},
                {64, 4099, DType::kF32, Dist::kOutlierHead},
                {64, 129280, DType::kBF16, Dist::kBf16Ties},
-               {64, 65536, DType::kF16, Dist::kHalfNegInf}};
+               {64, 65536, DType::kF16, Dist::kHalfNegInf},
+               {32, 129280, DType::kF32, Dist::kOutlierHead},
+               {21, 151936, DType::kBF16, Dist::kGaussian}};
   for (const auto& c : cases) {
     BatchOptions o;
     o.dist = c.dist;
