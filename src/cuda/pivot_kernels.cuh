@@ -15,7 +15,12 @@
 
 namespace tokensift::cuda_detail {
 
-template <class T, class Policy>
+// kEarly: the instantiation with early deferral (PivotPolicy::kEarlyDefer),
+// launched for calls where PivotArgs::early_defer is set.  A separate
+// instantiation because the pivot kernel runs at the 64-register cap and the
+// early code, inlined or called, changed the register allocation of the whole
+// kernel: every call got 2-12 % slower (v46b); the other calls keep v45's code.
+template <class T, class Policy, bool kEarly>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ PivotSmem<Policy> smem;
   __shared__ RowConfig row_cfg;
@@ -50,10 +55,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   // dependent launch, PivotPolicy::kClearKernel): wait for it only here,
   // after the chunk phase, so the loads above overlap it.
   __syncthreads();
+  if constexpr (kEarly) {
+    if (cfg.p_active && !cfg.k_active && !cfg.m_active && !cfg.greedy && !cfg.invalid && threadIdx.x < 32) {
+      const float e = chunk_emitted_mass<Policy>(a, row, chunk, cfg, smem.chunk);
+      // Before the ticket's release, as the rest of the summary.
+      if (threadIdx.x == 0) a.summaries[row * a.chunks + chunk].emit_mass = e;
+    }
+  }
   if (threadIdx.x == 0) {
-    // Before the ticket's release, as the rest of the summary.
-    if (Policy::kEarlyDefer && a.early_defer && cfg.p_active && !cfg.k_active && !cfg.m_active)
-      a.summaries[row * a.chunks + chunk].emit_mass = chunk_emit_mass<Policy>(smem.chunk);
     pdl_wait_primary();
     is_last = ticket_arrive(&a.tickets[row]) == (uint32_t)(a.chunks - 1);
   }
@@ -70,7 +79,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   if (threadIdx.x == 0) merge_trace[7] = clock64() - t_start;  // this CTA's chunk phase and ticket
 #endif
 
-  const RowResult r = pivot_merge_phase<T, Policy>(a, row, cfg, smem.merge, smem.fallback);
+  const RowResult r = pivot_merge_phase<T, Policy, kEarly>(a, row, cfg, smem.merge, smem.fallback);
   if (threadIdx.x == 0) {
     if (r.status != kRowDeferred) write_result(a.out, row, r);
     a.tickets[row] = 0;
@@ -150,7 +159,9 @@ cudaError_t launch_split_fallback(const PivotArgs& a, bool streams, cudaStream_t
 template <class T>
 cudaError_t launch_pivot_kernels(const PivotArgs& a, unsigned blocks, bool may_split, bool dependent,
                                  cudaStream_t stream) {
-  const cudaError_t e = launch_maybe_dependent(pivot_sample_kernel<T, PivotPolicy>, dim3(blocks), dependent, a, stream);
+  const cudaError_t e =
+      a.early_defer ? launch_maybe_dependent(pivot_sample_kernel<T, PivotPolicy, true>, dim3(blocks), dependent, a, stream)
+                    : launch_maybe_dependent(pivot_sample_kernel<T, PivotPolicy, false>, dim3(blocks), dependent, a, stream);
   if (e != cudaSuccess) return e;
   if (may_split) return launch_split_fallback<T>(a, /*streams=*/true, stream);
   return cudaSuccess;

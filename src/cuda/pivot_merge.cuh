@@ -105,6 +105,7 @@ struct MergeSmem {
     typename ReduceU64::TempStorage u64;
     typename ReduceInt::TempStorage i32;
     typename ScanF64::TempStorage scan;
+    double early_part[2][Policy::kThreads / 32];  // early deferral: per warp, W and the candidates' mass
   } temp;
   uint64_t cand[Policy::kMergeCap];
   int chunk_emitted[Policy::kMaxMergeChunks];
@@ -116,7 +117,6 @@ struct MergeSmem {
   int count;
   int ival;
   int robust;  // decide_from_list: the top-p boundary is clear of the band
-  double early_part[2][Policy::kThreads / 32];  // early deferral: per warp, W and the emitted mass
 };
 
 // Writes the entries of v (one per slot row, as the caller read them from
@@ -604,7 +604,40 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
   return {TOKENSIFT_ROW_OK, token, kept, lp};
 }
 
-template <class T, class Policy>
+// Early deferral's test (PivotPolicy::kEarlyDefer): whether the candidates'
+// mass (the chunks' emit_mass) is below p W (1 - margin), W here a
+// warp-then-fixed-order sum of the chunks' terms for this test only (the
+// bins take the block sum the list path takes).  Every thread gets the same
+// answer; chunks <= kThreads.  Only in the kEarly instantiation of the pivot
+// kernel (pivot_kernels.cuh says why).
+template <class Policy>
+__device__ __forceinline__ bool early_defer_test(const ChunkSummary* sum, int chunks, float zmax, float top_p,
+                                              MergeSmem<Policy>& sm) {
+  double w = 0.0, m = 0.0;
+  const int c = (int)threadIdx.x;
+  if (c < chunks && load_cg(&sum[c].eligible) != 0) {
+    const double f = exp((double)load_cg(&sum[c].zloc) - (double)zmax);
+    w = load_cg(&sum[c].mass) * f;
+    m = (double)load_cg(&sum[c].emit_mass) * f;
+  }
+  w = warp_sum(w);
+  m = warp_sum(m);
+  if ((threadIdx.x & 31u) == 0) {
+    sm.temp.early_part[0][threadIdx.x / 32] = w;
+    sm.temp.early_part[1][threadIdx.x / 32] = m;
+  }
+  __syncthreads();
+  double wt = 0.0, mt = 0.0;
+#pragma unroll
+  for (int i = 0; i < Policy::kThreads / 32; ++i) {
+    wt += sm.temp.early_part[0][i];
+    mt += sm.temp.early_part[1][i];
+  }
+  __syncthreads();  // the parts are read before anyone writes them again
+  return mt < (double)top_p * wt * (1.0 - Policy::kEarlyDeferMargin);
+}
+
+template <class T, class Policy, bool kEarly>
 __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const RowConfig& cfg,
                                        MergeSmem<Policy>& sm,
                                        FallbackSmem<Policy>& fsm) {
@@ -613,19 +646,8 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   const float kNan = __int_as_float(0x7fffffff);
 
   TS_MERGE_MARK(0);
-  // Early deferral (PivotPolicy::kEarlyDefer): a top-p-only row's chunk
-  // terms, loaded with the statistics (one chunk per thread).
-  const bool early = Policy::kEarlyDefer && a.early_defer && top_p_only(cfg) && !cfg.invalid &&
-                     a.chunks <= Policy::kThreads && split_vocab_ok<Policy>(a.vocab);
-  double c_mass = 0.0;
-  float c_zloc = 0.0f, c_emit = 0.0f;
   RowStats st{0, 0, 0, 0, 0, 0, 0};
   for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
-    if (early) {
-      c_mass = load_cg(&sum[c].mass);
-      c_zloc = load_cg(&sum[c].zloc);
-      c_emit = load_cg(&sum[c].emit_mass);
-    }
     RowStats s;
     s.xmax = load_cg(&sum[c].xmax);
     s.next = load_cg(&sum[c].next);
@@ -634,7 +656,6 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     s.bad = load_cg(&sum[c].bad);
     s.eligible = load_cg(&sum[c].eligible);
     s.emitted = load_cg(&sum[c].emitted);
-    if (early && s.eligible == 0) c_mass = 0.0, c_emit = 0.0f;
     st = RowStatsOp{}(st, s);
   }
   __syncthreads();
@@ -673,44 +694,22 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   const bool small_s = a.chunks <= Policy::kMaxMergeChunks;
   if (small_s && threadIdx.x < a.chunks)  // the chunks' emitted counts, in shared memory
     sm.chunk_emitted[threadIdx.x] = load_cg(&sum[threadIdx.x].emitted);
-  // Early deferral: the candidates hold the chunks' emitted mass; when that is below p W by
-  // the margin, the list cannot decide the row (its prefix never reaches
-  // p W), so it goes to the split fallback now, as it would after the
-  // candidates were loaded, pre-selected, sorted and scanned: the same
-  // conditions (top-p only, no tie run at the max, a vocabulary the split
-  // takes), the same zmax and bins.  W here is a warp-then-fixed-order sum
-  // for this test only; the bins take the block sum the list path takes.
-  // The per-warp parts cross the barrier the emitted counts need anyway.
-  const bool early_test = early && !(rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax));
-  if (early_test) {
-    double w = 0.0, m = 0.0;
-    if (threadIdx.x < a.chunks) {
-      const double f = exp((double)c_zloc - (double)zmax);
-      w = c_mass * f;
-      m = (double)c_emit * f;
-    }
-    w = warp_sum(w);
-    m = warp_sum(m);
-    if ((threadIdx.x & 31u) == 0) {
-      sm.early_part[0][threadIdx.x / 32] = w;
-      sm.early_part[1][threadIdx.x / 32] = m;
-    }
-  }
   __syncthreads();
-  if (early_test) {
-    double wt = 0.0, mt = 0.0;
-#pragma unroll
-    for (int i = 0; i < Policy::kThreads / 32; ++i) {
-      wt += sm.early_part[0][i];
-      mt += sm.early_part[1][i];
-    }
-    if (mt < (double)cfg.top_p * wt * (1.0 - Policy::kEarlyDeferMargin)) {
-      defer_row<Policy>(a, row_id, zmax, split_bins_per_unit<Policy>(a.vocab, chunk_mass()));
-      return {kRowDeferred, -1, 0, kNan};
-    }
+  // Early deferral: the candidates hold the chunks' emitted mass; when that
+  // is below p W by the margin, the list cannot decide the row (its prefix
+  // never reaches p W), so it goes to the split fallback now, as it would
+  // after the candidates were loaded, pre-selected, sorted and scanned: with
+  // use_list false, decide_and_draw defers it under the same conditions (top-p
+  // only, no tie run at the max, a vocabulary the split takes), with the same
+  // zmax and bins.
+  bool defer_now = false;
+  if constexpr (kEarly) {
+    defer_now = top_p_only(cfg) && a.chunks <= Policy::kThreads && split_vocab_ok<Policy>(a.vocab) &&
+                !(rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax)) &&
+                early_defer_test<Policy>(sum, a.chunks, zmax, cfg.top_p, sm);
   }
   TS_MERGE_MARK(8);
-  bool use_list = rs.emitted <= Policy::kMergeCap * 4;
+  bool use_list = !defer_now && rs.emitted <= Policy::kMergeCap * 4;
   uint32_t key_floor = lb;
   auto load_candidates = [&]() {
     if (threadIdx.x == 0) sm.count = 0;

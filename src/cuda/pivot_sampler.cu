@@ -137,7 +137,6 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // to start on; with more rows their items overlap the pivot kernel's last
   // wave and slow it (v46, docs/perf-notes.md).  Either way a row gets the
   // same bits: the early test defers exactly the rows the list would.
-  a.early_defer = PivotPolicy::kEarlyDefer && logits.rows <= PivotPolicy::kEarlyDeferMaxRows;
   a.params = params;
   a.out = out;
   a.tickets = reinterpret_cast<uint32_t*>(ws + lay.tickets);
@@ -158,6 +157,13 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   const bool may_split = split_vocab_ok<PivotPolicy>(logits.vocab) &&
                          (p.top_p.per_row != nullptr || p.top_p.value < 1.0f) &&
                          (p.top_k.per_row != nullptr || p.top_k.value <= 0 || p.top_k.value >= logits.vocab);
+  // Early deferral (the pivot kernel's kEarly instantiation) pays where the
+  // deferred rows' split chains have idle SMs to start on; with more rows
+  // their items overlap the pivot kernel's last wave and slow it (v46,
+  // docs/perf-notes.md).  Only calls whose rows may defer take it.  Either
+  // way a row gets the same bits: the early test defers exactly the rows the
+  // list would.
+  a.early_defer = PivotPolicy::kEarlyDefer && may_split && logits.rows <= PivotPolicy::kEarlyDeferMaxRows;
   const int kind = rowcta_kind(logits, params, out);
   // The tickets, counters and deferred list must start at zero.  Other calls
   // on this workspace (another shape, or the sort path) may have left scratch

@@ -61,7 +61,6 @@ struct PivotArgs {
   int64_t rows;
   int32_t vocab;
   int32_t chunks;
-  int32_t early_defer;  // the merge may defer a top-p-only row before reading its candidates
   SamplingParams params;
   SampleOutputs out;
   uint32_t* tickets;         // [rows], zero between calls
@@ -75,6 +74,8 @@ struct PivotArgs {
   SplitRow* split;           // [rows]
   unsigned long long* split_hist;  // [rows * kFbBins]
   uint64_t* split_list;      // [rows * kFbListCap]
+  int32_t early_defer;       // the call runs the pivot kernel's kEarly instantiation (last: the
+                             //   other instantiation keeps its parameter offsets, and its SASS)
 };
 
 }  // namespace tokensift::cuda_detail
