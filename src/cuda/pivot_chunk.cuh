@@ -83,7 +83,19 @@ struct ChunkSmem {
   uint32_t bar_key;  // plain rows: order key of the chunk max's race score
   int emit_count;  // slots of the fast emission
   float guess;     // the Gaussian pivot guess, derived once (rows without min-p)
+  float emit_part[Policy::kThreads / 32];  // early deferral: per warp, the emitted tokens' mass
 };
+
+// Thread 0, after the barrier that ends the chunk phase of the pivot kernel's
+// kEarly instantiation: the mass of the chunk's emitted tokens, the warps'
+// parts summed in a fixed order.
+template <class Policy>
+__device__ __forceinline__ float chunk_emit_mass(const ChunkSmem<Policy>& sm) {
+  float e = 0.0f;
+#pragma unroll
+  for (int w = 0; w < Policy::kThreads / 32; ++w) e += sm.emit_part[w];
+  return e;
+}
 
 // The sample's mean and variance (0 without a sample): the Gaussian fit's mu
 // and sigma^2, and whether the chunk has spread enough for a guess at all.
@@ -217,9 +229,12 @@ struct ChunkEmission {
 // best non-emitted token.
 // n < the chunk's active count (otherwise every active token is emitted on
 // the fast path).
-template <class T, class Policy>
+// kEarly: also sums exp(z - zloc) over the emitted tokens into `mass`
+// (early deferral, top-p-only rows when want_mass).
+template <class T, class Policy, bool kEarly>
 __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t begin, int n, int cap,
-                                       uint64_t* cand, ChunkSmem<Policy>& sm) {
+                                       uint64_t* cand, ChunkSmem<Policy>& sm, bool want_mass, float zloc,
+                                       float& mass) {
   constexpr int kItems = Policy::kItems;
   uint32_t key[kItems];
 #pragma unroll
@@ -272,7 +287,12 @@ __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t
   typename ChunkSmem<Policy>::Scan(sm.temp.scan).ExclusiveSum(mine, pos, emitted);
 #pragma unroll
   for (int j = 0; j < kItems; ++j)
-    if (emit[j]) cand[pos++] = pack_order(key[j], item_index<Policy, T>(begin, j));
+    if (emit[j]) {
+      cand[pos++] = pack_order(key[j], item_index<Policy, T>(begin, j));
+      if constexpr (kEarly) {
+        if (want_mass) mass += expf(contract::key_to_float(key[j]) - zloc);
+      }
+    }
   __syncthreads();
   const uint64_t next_all = typename ChunkSmem<Policy>::ReduceU64(sm.temp.reduce_u64).Reduce(next, MaxU64{});
   if (threadIdx.x == 0) sm.best = next_all;
@@ -281,8 +301,10 @@ __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t
 }
 
 // x: this thread's logits as load_chunk left them; overwritten with z (-inf
-// for ineligible or filtered tokens).
-template <class T, class Policy>
+// for ineligible or filtered tokens).  kEarly (the pivot kernel's early-
+// deferral instantiation): top-p-only rows also leave their emitted tokens'
+// mass in sm.emit_part, summed as the tokens are stored (few per thread).
+template <class T, class Policy, bool kEarly>
 __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t chunk,
                                   const RowConfig& cfg, bool want_logprob,
                                   float (&x)[Policy::kItems], ChunkSmem<Policy>& sm) {
@@ -316,6 +338,9 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     sm.best = 0;
     sm.bar_key = 0;
     sm.emit_count = 0;
+  }
+  if constexpr (kEarly) {
+    if (threadIdx.x < Policy::kThreads / 32) sm.emit_part[threadIdx.x] = 0.0f;  // chunks that emit nothing
   }
   {
     ChunkStats r = typename ChunkSmem<Policy>::Reduce(sm.temp.reduce).Reduce(st, ChunkStatsOp{});
@@ -487,6 +512,8 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     }
   }
   TS_CHUNK_MARK(3);
+  const bool want_mass = kEarly && cfg.p_active && !cfg.k_active && !cfg.m_active;
+  float emit_mass = 0.0f;
   ChunkEmission em;
   if (fast) {
     // {x >= pivot} is {key >= order_key(pivot)}: an upper set.  One slot
@@ -500,12 +527,24 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     int pos = mine ? atomicAdd(&sm.emit_count, mine) : 0;
 #pragma unroll
     for (int j = 0; j < kItems; ++j)
-      if (x[j] >= pivot) cand[pos++] = pack_order(contract::order_key(x[j]), (uint32_t)item_index<Policy, T>(begin, j));
+      if (x[j] >= pivot) {
+        cand[pos++] = pack_order(contract::order_key(x[j]), (uint32_t)item_index<Policy, T>(begin, j));
+        if constexpr (kEarly) {
+          if (want_mass) emit_mass += expf(x[j] - zloc);
+        }
+      }
     const bool all = count == cnt;
     const uint32_t pk = all ? 0u : contract::order_key(pivot);
     em = {pk, count, all ? 0ull : pack_order(pk - 1u, 0u)};
   } else {
-    em = emit_by_radix<T, Policy>(x, begin, n, cap, cand, sm);
+    em = emit_by_radix<T, Policy, kEarly>(x, begin, n, cap, cand, sm, want_mass, zloc, emit_mass);
+  }
+  if constexpr (kEarly) {
+    if (want_mass) {
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) emit_mass += __shfl_xor_sync(0xffffffffu, emit_mass, o);
+      if ((threadIdx.x & 31u) == 0) sm.emit_part[threadIdx.x / 32] = emit_mass;
+    }
   }
   if (threadIdx.x == 0) {
     out.next = em.next;
@@ -515,27 +554,6 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     out.lb_key = (cfg.k_active && cfg.top_k <= Policy::kCap && em.emitted >= cfg.top_k) ? em.prefix : 0u;
     *summary = out;
   }
-}
-
-// Early deferral (PivotPolicy::kEarlyDefer, top-p-only rows): the mass of the
-// chunk's candidates, exp(z - zloc) summed in fp32 over its emitted tokens,
-// read back from its summary and candidate slots by warp 0 after the barrier
-// that ends the chunk phase (kTopPEmitMax = 64: two slots a lane); lane 0
-// holds it.  Not in the emission loops: the chunk phase runs at the
-// 64-register cap, and summing there kept values live across the emission
-// and spilled (v46).
-template <class Policy>
-__device__ __forceinline__ float chunk_emitted_mass(const PivotArgs& a, int64_t row_id, int32_t chunk,
-                                                    const RowConfig& cfg, const ChunkSmem<Policy>& sm) {
-  const int64_t slot = row_id * a.chunks + chunk;
-  const uint64_t* cand = a.candidates + slot * Policy::kCap;
-  const float zloc = contract::scale(sm.stats.xmax, cfg.temperature);
-  const int n = a.summaries[slot].emitted;  // thread 0's, before the barrier
-  float e = 0.0f;
-  for (int i = (int)threadIdx.x; i < n; i += 32) e += expf(contract::key_to_float(packed_key(cand[i])) - zloc);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) e += __shfl_xor_sync(0xffffffffu, e, o);
-  return e;
 }
 
 }  // namespace tokensift::cuda_detail

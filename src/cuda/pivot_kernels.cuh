@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   TS_CHUNK_MARK(1);
   const RowConfig cfg = row_cfg;
 
-  pivot_chunk_phase<T, Policy>(a, row, chunk, cfg, a.out.logprobs != nullptr, x, smem.chunk);
+  pivot_chunk_phase<T, Policy, kEarly>(a, row, chunk, cfg, a.out.logprobs != nullptr, x, smem.chunk);
   TS_CHUNK_MARK(4);
 
   // Last-CTA-done: the barrier orders every thread's stores before thread 0's
@@ -55,14 +55,11 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   // dependent launch, PivotPolicy::kClearKernel): wait for it only here,
   // after the chunk phase, so the loads above overlap it.
   __syncthreads();
-  if constexpr (kEarly) {
-    if (cfg.p_active && !cfg.k_active && !cfg.m_active && !cfg.greedy && !cfg.invalid && threadIdx.x < 32) {
-      const float e = chunk_emitted_mass<Policy>(a, row, chunk, cfg, smem.chunk);
-      // Before the ticket's release, as the rest of the summary.
-      if (threadIdx.x == 0) a.summaries[row * a.chunks + chunk].emit_mass = e;
-    }
-  }
   if (threadIdx.x == 0) {
+    if constexpr (kEarly) {  // before the ticket's release, as the rest of the summary
+      if (cfg.p_active && !cfg.k_active && !cfg.m_active)
+        a.summaries[row * a.chunks + chunk].emit_mass = chunk_emit_mass<Policy>(smem.chunk);
+    }
     pdl_wait_primary();
     is_last = ticket_arrive(&a.tickets[row]) == (uint32_t)(a.chunks - 1);
   }
