@@ -107,7 +107,14 @@ struct MergeSmem {
     typename ScanF64::TempStorage scan;
     double early_part[2][Policy::kThreads / 32];  // early deferral: per warp, W and the candidates' mass
   } temp;
-  uint64_t cand[Policy::kMergeCap];
+  union {
+    uint64_t cand[Policy::kMergeCap];
+    struct {  // early deferral's chunk terms, loaded with the statistics (before any candidate)
+      double mass[Policy::kMaxMergeChunks];
+      float zloc[Policy::kMaxMergeChunks];
+      float emit[Policy::kMaxMergeChunks];
+    } early;
+  };
   int chunk_emitted[Policy::kMaxMergeChunks];
   ThresholdSmem<Policy::kThreads> thresh;
   RowStats stats;
@@ -607,18 +614,19 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
 // Early deferral's test (PivotPolicy::kEarlyDefer): whether the candidates'
 // mass (the chunks' emit_mass) is below p W (1 - margin), W here a
 // warp-then-fixed-order sum of the chunks' terms for this test only (the
-// bins take the block sum the list path takes).  Every thread gets the same
-// answer; chunks <= kThreads.  Only in the kEarly instantiation of the pivot
-// kernel (pivot_kernels.cuh says why).
+// bins take the block sum the list path takes).  The terms are in
+// sm.early (loaded with the statistics, chunks <= kMaxMergeChunks, one per
+// thread), behind a barrier.  Every thread gets the same answer.  Only in
+// the kEarly instantiation of the pivot kernel (pivot_kernels.cuh says why).
 template <class Policy>
-__device__ __forceinline__ bool early_defer_test(const ChunkSummary* sum, int chunks, float zmax, float top_p,
-                                              MergeSmem<Policy>& sm) {
+__device__ __forceinline__ bool early_defer_test(MergeSmem<Policy>& sm, int chunks, float zmax, float top_p) {
+  static_assert(Policy::kMaxMergeChunks <= Policy::kThreads, "one chunk per thread");
   double w = 0.0, m = 0.0;
   const int c = (int)threadIdx.x;
-  if (c < chunks && load_cg(&sum[c].eligible) != 0) {
-    const double f = exp((double)load_cg(&sum[c].zloc) - (double)zmax);
-    w = load_cg(&sum[c].mass) * f;
-    m = (double)load_cg(&sum[c].emit_mass) * f;
+  if (c < chunks) {
+    const double f = exp((double)sm.early.zloc[c] - (double)zmax);
+    w = sm.early.mass[c] * f;
+    m = (double)sm.early.emit[c] * f;
   }
   w = warp_sum(w);
   m = warp_sum(m);
@@ -633,7 +641,7 @@ __device__ __forceinline__ bool early_defer_test(const ChunkSummary* sum, int ch
     wt += sm.temp.early_part[0][i];
     mt += sm.temp.early_part[1][i];
   }
-  __syncthreads();  // the parts are read before anyone writes them again
+  __syncthreads();  // the parts (and sm.early) are read before anyone writes them again
   return mt < (double)top_p * wt * (1.0 - Policy::kEarlyDeferMargin);
 }
 
@@ -646,8 +654,19 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   const float kNan = __int_as_float(0x7fffffff);
 
   TS_MERGE_MARK(0);
+  // kEarly: a top-p-only row's chunk terms for the early test, loaded here
+  // (one round trip with the statistics) into shared memory.
+  const bool early = kEarly && top_p_only(cfg) && !cfg.invalid && a.chunks <= Policy::kMaxMergeChunks &&
+                     split_vocab_ok<Policy>(a.vocab);
   RowStats st{0, 0, 0, 0, 0, 0, 0};
   for (int c = threadIdx.x; c < a.chunks; c += Policy::kThreads) {
+    if constexpr (kEarly) {
+      if (early) {
+        sm.early.mass[c] = load_cg(&sum[c].mass);
+        sm.early.zloc[c] = load_cg(&sum[c].zloc);
+        sm.early.emit[c] = load_cg(&sum[c].emit_mass);
+      }
+    }
     RowStats s;
     s.xmax = load_cg(&sum[c].xmax);
     s.next = load_cg(&sum[c].next);
@@ -656,6 +675,9 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
     s.bad = load_cg(&sum[c].bad);
     s.eligible = load_cg(&sum[c].eligible);
     s.emitted = load_cg(&sum[c].emitted);
+    if constexpr (kEarly) {
+      if (early && s.eligible == 0) sm.early.mass[c] = 0.0, sm.early.emit[c] = 0.0f;
+    }
     st = RowStatsOp{}(st, s);
   }
   __syncthreads();
@@ -704,9 +726,8 @@ __device__ RowResult pivot_merge_phase(const PivotArgs& a, int64_t row_id, const
   // zmax and bins.
   bool defer_now = false;
   if constexpr (kEarly) {
-    defer_now = top_p_only(cfg) && a.chunks <= Policy::kThreads && split_vocab_ok<Policy>(a.vocab) &&
-                !(rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax)) &&
-                early_defer_test<Policy>(sum, a.chunks, zmax, cfg.top_p, sm);
+    defer_now = early && !(rs.next != 0 && packed_key(rs.next) == contract::order_key(zmax)) &&
+                early_defer_test<Policy>(sm, a.chunks, zmax, cfg.top_p);
   }
   TS_MERGE_MARK(8);
   bool use_list = !defer_now && rs.emitted <= Policy::kMergeCap * 4;
