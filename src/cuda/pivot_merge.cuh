@@ -15,7 +15,12 @@
 // scan the masses in double and race the kept prefix.  Undecided min-p rows
 // gather every token above min-p's floor and decide from that when it fits on
 // chip.  Undecided top-p rows without top-k are deferred to the split
-// fallback (pivot_split.cuh); the rest take the full-row fallback here.  Every
+// fallback (pivot_split.cuh); the rest take the full-row fallback here.  In
+// the pivot kernel's kEarly instantiation (small calls, pivot_kernels.cuh) a
+// top-p-only row whose candidates' mass (the chunks' emit_mass) is below
+// p W is deferred before its candidates are loaded: the list could not have
+// decided it, so this saves the ~9 us of loading, pre-selecting, sorting and
+// scanning them (v46), and the row's result keeps its bits.  Every
 // reduction has a fixed shape, so results are bit-identical from run to run
 // and independent of the batch.
 #pragma once
@@ -611,13 +616,9 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
   return {TOKENSIFT_ROW_OK, token, kept, lp};
 }
 
-// Early deferral's test (PivotPolicy::kEarlyDefer): whether the candidates'
-// mass (the chunks' emit_mass) is below p W (1 - margin), W here a
-// warp-then-fixed-order sum of the chunks' terms for this test only (the
-// bins take the block sum the list path takes).  The terms are in
-// sm.early (loaded with the statistics, chunks <= kMaxMergeChunks, one per
-// thread), behind a barrier.  Every thread gets the same answer.  Only in
-// the kEarly instantiation of the pivot kernel (pivot_kernels.cuh says why).
+// Early deferral's test: the candidates' mass (sm.early, one chunk per
+// thread, behind a barrier) below p W (1 - margin)?  W is a fixed-order sum
+// for this test only; the bins take the list path's block sum.  Uniform.
 template <class Policy>
 __device__ __forceinline__ bool early_defer_test(MergeSmem<Policy>& sm, int chunks, float zmax, float top_p) {
   static_assert(Policy::kMaxMergeChunks <= Policy::kThreads, "one chunk per thread");

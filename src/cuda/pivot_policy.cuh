@@ -285,10 +285,13 @@ struct PivotPolicy {
   // only sooner, and with the same arguments: the results keep their bits.
   static constexpr bool kEarlyDefer = TOKENSIFT_PIVOT_EARLY_DEFER != 0;
   static constexpr double kEarlyDeferMargin = 1e-3;
-  // ... in calls of at most this many rows.  v46 (same-run bench at
-  // 173e2af): B <= 16 Gaussian p0.9 -8..-17 %, but the anchors' p0.9 at
-  // B = 64 +6..+10 %: rows deferred early wait for the split launch, whose
-  // items then overlap the pivot kernel's last wave (its span 46.9 -> 54.3 us).
+  // ... in calls of at most this many rows (they run the pivot kernel's
+  // kEarly instantiation; the others keep the plain one).  Fitted on p0.9
+  // (v46-v46e, same-run benches against v45): deferring rows -15 / -15 /
+  // -9 / -5 % at B = 1 / 4 / 16 / 32, but at B = 64 +6..+10 %: rows
+  // deferred early wait for the split launch, whose items then overlap the
+  // pivot kernel's last wave (its span 46.9 -> 54.3 us).  Rows the list
+  // decides pay ~1 us at B = 1 in that instantiation.
   static constexpr int64_t kEarlyDeferMaxRows = TOKENSIFT_PIVOT_EARLY_DEFER_MAX_ROWS;
   // No L2 prefetch anywhere in this kernel: the first iterations' lines
   // before the parameters (v26; at 08fd409 0 iterations beat 2 by 1-2 %, 4
