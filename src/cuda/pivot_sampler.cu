@@ -133,10 +133,6 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   a.rows = logits.rows;
   a.vocab = (int32_t)logits.vocab;
   a.chunks = (int32_t)pivot_chunks(logits.vocab);
-  // Early deferral pays where the deferred rows' split chains have idle SMs
-  // to start on; with more rows their items overlap the pivot kernel's last
-  // wave and slow it (v46, docs/perf-notes.md).  Either way a row gets the
-  // same bits: the early test defers exactly the rows the list would.
   a.params = params;
   a.out = out;
   a.tickets = reinterpret_cast<uint32_t*>(ws + lay.tickets);
