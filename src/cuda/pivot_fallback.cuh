@@ -62,6 +62,7 @@ struct FallbackSmem {
       unsigned int hi[Policy::kFbBins];
     } hist;
     uint64_t list[Policy::kFbListCap];
+    int tiles[2 * Policy::kFbListCap];  // tie_cut: ties per tile of kThreads tokens
   } data;
   double bcast[4];
   uint64_t ubcast[4];
@@ -403,6 +404,14 @@ struct FallbackRow {
     }
   }
 
+  // The block's smallest eligible key (from each thread's kmin; a row with
+  // none keeps the search's old start, just above the key of -inf).
+  __device__ uint32_t smallest_key(uint32_t kmin) {
+    const uint64_t m = block_max((uint64_t)(~kmin));
+    const uint32_t k = ~(uint32_t)m;
+    return max(k == 0xffffffffu ? 0u : k, 0x00800000u);
+  }
+
   // Largest key kappa with measure(key >= kappa) >= target (the measure
   // compared as a double), searched in [lo, hi] where measure(>= lo) >=
   // target is known.  Quaternary: three pivots per pass over the row.
@@ -428,17 +437,71 @@ struct FallbackRow {
   }
 
   // Index of the `take`-th (1-based) eligible token with key == kappa and
-  // packed order >= cut, scanning in index order.
+  // packed order >= cut, in index order (0xffffffff when there are fewer).
+  // A flat row's top-p cut is ~0.9 V ties deep: a scan of kThreads tokens
+  // per block-wide step took V / kThreads steps, each a block scan and two
+  // barriers (~0.5 ms at V = 129,280).  So: one coalesced pass counts the
+  // ties of every tile of kThreads tokens (a warp per tile), one block scan
+  // over the tiles' counts finds the tile, and one scan inside it the token.
+  // Rows with more tiles than shared memory holds keep the step-wise scan.
+  __device__ bool is_tie(int32_t i, uint32_t kappa, uint64_t cut) const {
+    const float z = z_of(to_float(row[i]));
+    return eligible(z) && contract::order_key(z) == kappa && pack_order(kappa, (uint32_t)i) >= cut;
+  }
   __device__ uint32_t tie_cut(uint32_t kappa, uint64_t cut, int take) {
+    constexpr int kWarps = kThreads / 32;
+    constexpr int kMaxTiles = 2 * Policy::kFbListCap;
+    const int32_t tiles = (vocab + kThreads - 1) / kThreads;
+    if (tiles > kMaxTiles) return tie_cut_stepwise(kappa, cut, take);
+    const int warp = (int)(threadIdx.x / 32), lane = (int)(threadIdx.x % 32);
+    __syncthreads();  // sm.data may still hold a histogram or list being read
+    if (threadIdx.x == 0) sm.found = 0xffffffffu;
+    for (int32_t t = warp; t < tiles; t += kWarps) {
+      int c = 0;
+#pragma unroll
+      for (int e = lane; e < kThreads; e += 32) {
+        const int32_t i = t * kThreads + e;
+        c += i < vocab && is_tie(i, kappa, cut);
+      }
+      c = __reduce_add_sync(0xffffffffu, c);
+      if (lane == 0) sm.data.tiles[t] = c;
+    }
+    __syncthreads();
+    // Each thread sums a run of consecutive tiles; the scan places the runs.
+    const int per = (tiles + kThreads - 1) / kThreads;
+    const int t0 = min((int)threadIdx.x * per, tiles), t1 = min(t0 + per, tiles);
+    int mine = 0;
+    for (int t = t0; t < t1; ++t) mine += sm.data.tiles[t];
+    int before, total;
+    typename FallbackSmem<Policy>::Scan(sm.temp.scan).ExclusiveSum(mine, before, total);
+    if (before < take && take <= before + mine) {  // one thread: its run holds the take-th tie
+      int acc = before;
+      for (int t = t0; t < t1; ++t) {
+        if (acc + sm.data.tiles[t] >= take) {
+          sm.ibcast[4] = t;
+          sm.ibcast[5] = take - acc;
+          break;
+        }
+        acc += sm.data.tiles[t];
+      }
+    }
+    __syncthreads();
+    if (take < 1 || take > total) return 0xffffffffu;  // uniform: total is block-wide
+    const int32_t i = sm.ibcast[4] * kThreads + (int32_t)threadIdx.x;
+    const int flag = i < vocab && is_tie(i, kappa, cut);
+    int incl, n;
+    typename FallbackSmem<Policy>::Scan(sm.temp.scan).InclusiveSum(flag, incl, n);
+    if (flag && incl == sm.ibcast[5]) sm.found = (uint32_t)i;
+    __syncthreads();
+    return sm.found;
+  }
+  // The step-wise form: kThreads tokens a block-wide step, in index order.
+  __device__ __noinline__ uint32_t tie_cut_stepwise(uint32_t kappa, uint64_t cut, int take) {
     int carry = 0;
     if (threadIdx.x == 0) sm.found = 0xffffffffu;
     for (int32_t base = 0; base < vocab; base += kThreads) {
       const int32_t i = base + threadIdx.x;
-      int flag = 0;
-      if (i < vocab) {
-        const float z = z_of(to_float(row[i]));
-        flag = eligible(z) && contract::order_key(z) == kappa && pack_order(kappa, (uint32_t)i) >= cut;
-      }
+      const int flag = i < vocab && is_tie(i, kappa, cut);
       int incl, total;
       __syncthreads();
       typename FallbackSmem<Policy>::Scan(sm.temp.scan).InclusiveSum(flag, incl, total);
@@ -472,16 +535,24 @@ struct FallbackRow {
   // gets one kept count from any of them, whichever grid or bin overflow
   // sent it here (pivot_merge.cuh, top_p_clear, relies on it).
   __device__ uint64_t generic_top_p_fixed(uint64_t cut, const RowConfig& cfg) {
-    const uint32_t lo_key = 0x00800000u;
     const float scale = fixed_scale();
     uint64_t wsum = 0;
+    uint32_t kmin = 0xffffffffu;
     stream_strided([&](int32_t i, float x) {
       const float z = z_of(x);
-      if (eligible(z) && pack_order(contract::order_key(z), (uint32_t)i) >= cut) wsum += fixed_weight(z, scale);
+      const uint32_t k = contract::order_key(z);
+      if (eligible(z) && pack_order(k, (uint32_t)i) >= cut) {
+        wsum += fixed_weight(z, scale);
+        kmin = min(kmin, k);
+      }
     });
     const double target = (double)cfg.top_p * (double)block_sum_u64(wsum);
-    // Largest key kappa whose mass at or above it reaches the target.
-    const uint32_t kappa = search<Measure::kFixed>(lo_key, contract::order_key(zmax), cut, target, scale);
+    // Largest key kappa whose mass at or above it reaches the target.  At
+    // the smallest key present the mass is the whole W >= target, so the
+    // search starts there (a flat row: no pass at all; the unbounded start
+    // took 16 passes over the row).
+    const uint32_t kappa =
+        search<Measure::kFixed>(smallest_key(kmin), contract::order_key(zmax), cut, target, scale);
     const uint32_t piv[3] = {kappa + 1, kappa, kappa};
     uint64_t m[3];
     double c[3];
@@ -512,15 +583,20 @@ struct FallbackRow {
   // here, pass B's items 15 -> 21 us at B = 64.  The split kernels now call
   // run() instead, PivotPolicy::kSplitRunCall; this was measured with it.)
   __device__ __noinline__ uint64_t generic_top_p_double(uint64_t cut, const RowConfig& cfg) {
-    const uint32_t lo_key = 0x00800000u;
     double wsum = 0;
+    uint32_t kmin = 0xffffffffu;
     stream_strided([&](int32_t i, float x) {
       const float z = z_of(x);
-      if (eligible(z) && pack_order(contract::order_key(z), (uint32_t)i) >= cut) wsum += weight(z);
+      const uint32_t k = contract::order_key(z);
+      if (eligible(z) && pack_order(k, (uint32_t)i) >= cut) {
+        wsum += weight(z);
+        kmin = min(kmin, k);
+      }
     });
     const double total = block_sum(wsum);
     const double target = (double)cfg.top_p * total;
-    const uint32_t kappa = search<Measure::kMass>(lo_key, contract::order_key(zmax), cut, target, 0.0f);
+    const uint32_t kappa =
+        search<Measure::kMass>(smallest_key(kmin), contract::order_key(zmax), cut, target, 0.0f);
     const uint32_t piv[3] = {kappa + 1, kappa, kappa};
     double m[3], c[3];
     above<Measure::kMass>(piv, cut, 0.0f, m);
