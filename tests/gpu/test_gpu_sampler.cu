@@ -590,6 +590,53 @@ TEST(GpuSampler, EdgeRowsMatchCpu) {
   }
 }
 
+// Vocabularies past the histogram path (kFbMaxVocabBits): the one-CTA
+// fallback's generic searches in double (generic_top_p_double) and its tie
+// cut, by tile counts at V = 2^20 + 1 (4,097 tiles of 256 tokens) and
+// step-wise past 8,192 tiles (V = 2,100,003, also not a multiple of 4).
+// Flat rows put the top-k and top-p boundaries inside one run of ties (the
+// kept set is an index prefix of the run); bf16-tied rows put them in short
+// runs; outlier rows reach the same searches without ties at the cut.
+TEST(GpuSampler, HugeVocabTieRowsMatchCpu) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["huge_vocab"];
+  int reported = 0;
+  const Dist dists[] = {Dist::kFlat, Dist::kBf16Ties, Dist::kOutlierHead};
+  for (const int64_t v : {(int64_t)(1 << 20) + 1, (int64_t)2100003}) {
+    const RowParams params[] = {
+        {1.0f, 0.0f, 0, 0.9f, 11, 0},                 // p0.9
+        {1.0f, 0.0f, 50, 0.9f, 12, 1},                // k50_p0.9
+        {1.0f, 0.0f, (int32_t)(v - 1), 1.0f, 13, 2},  // k = V - 1
+        {0.7f, 0.0f, 1000, 0.5f, 14, 3},
+        {1.0f, 0.0f, 0, 1e-6f, 15, 4},                // tiny p
+        {1.0f, 0.05f, 0, 0.95f, 16, 5},               // min-p with top-p
+    };
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      const int64_t rows = (int64_t)(std::size(dists) * std::size(params));
+      HostBatch b(rows, v, v, dt);
+      Rng rng(0x4a11 + (uint64_t)v + (uint64_t)dt);
+      std::vector<float> x((size_t)v);
+      int64_t r = 0;
+      for (Dist dist : dists)
+        for (const RowParams& p : params) {
+          fill_row(dist, v, dt, rng, x.data());
+          b.dist[r] = dist;
+          b.set_row(r, x.data());
+          b.set_params(r, p);
+          ++r;
+        }
+      DeviceBatch d(b);
+      sample_and_compare(b, d, t, reported);
+    }
+  }
+  std::printf("[huge_vocab] rows %lld, token mismatches %lld, status mismatches %lld, kept mismatches %lld, "
+              "logprob mismatches %lld\n",
+              (long long)t.rows, (long long)t.token_mismatch, (long long)t.status_mismatch,
+              (long long)t.kept_mismatch, (long long)t.logprob_mismatch);
+  EXPECT_EQ(t.rows, 72);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
 TEST(GpuSampler, InvalidPerRowParamsGetRowStatus) {
   TS_REQUIRE_GPU();
   HostBatch b = make_batch(6, 5000, DType::kF32, 5, BatchOptions{Dist::kGaussian});
