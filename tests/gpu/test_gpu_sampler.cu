@@ -637,6 +637,46 @@ TEST(GpuSampler, HugeVocabTieRowsMatchCpu) {
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
 
+// A handful of rows whose cut lies inside a run of ties, small enough for
+// the sanitizers: the fallback's tie cut by tile counts at V = 129,280
+// (fixed-point search) and at V = 2^20 + 1 (double search), flat and
+// bf16-tied rows, top-k and top-p cuts.
+TEST(GpuSampler, FlatRowTieCutsMatchCpu) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["tie_cuts"];
+  int reported = 0;
+  struct Case {
+    Dist dist;
+    RowParams p;
+  };
+  for (const int64_t v : {(int64_t)129280, (int64_t)(1 << 20) + 1}) {
+    const Case cases[] = {
+        {Dist::kFlat, {1.0f, 0.0f, 0, 0.9f, 21, 0}},
+        {Dist::kFlat, {1.0f, 0.0f, (int32_t)(v - 1), 1.0f, 22, 1}},
+        {Dist::kFlat, {1.0f, 0.0f, 50, 0.9f, 23, 2}},
+        {Dist::kBf16Ties, {1.0f, 0.0f, 0, 0.9f, 24, 3}},
+        {Dist::kBf16Ties, {1.0f, 0.0f, 50, 1.0f, 25, 4}},
+    };
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      if (v > 200000 && dt == DType::kBF16) continue;
+      const int64_t rows = (int64_t)std::size(cases);
+      HostBatch b(rows, v, v, dt);
+      Rng rng(0x71e5 + (uint64_t)v + (uint64_t)dt);
+      std::vector<float> x((size_t)v);
+      for (int64_t r = 0; r < rows; ++r) {
+        fill_row(cases[r].dist, v, dt, rng, x.data());
+        b.dist[r] = cases[r].dist;
+        b.set_row(r, x.data());
+        b.set_params(r, cases[r].p);
+      }
+      DeviceBatch d(b);
+      sample_and_compare(b, d, t, reported);
+    }
+  }
+  EXPECT_EQ(t.rows, 15);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
 TEST(GpuSampler, InvalidPerRowParamsGetRowStatus) {
   TS_REQUIRE_GPU();
   HostBatch b = make_batch(6, 5000, DType::kF32, 5, BatchOptions{Dist::kGaussian});
