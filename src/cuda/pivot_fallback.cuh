@@ -266,10 +266,15 @@ struct FallbackRow {
                                bool do_race, uint64_t best, HistStage& st) {
     const float scale = fixed_scale();
     block_sort_desc<kThreads, Policy::kRankSortMax>(sm.data.list, nbin);
-    constexpr int kSeg = Policy::kFbListCap / kThreads;
-    const int lo = threadIdx.x * kSeg;
+    // Each thread weighs a run of ceil(nbin / kThreads) consecutive entries
+    // (one for lists of up to kThreads): with a fixed run of kFbListCap /
+    // kThreads, a 43-entry list was weighed by three threads, 16 exps each
+    // in sequence, twice.  The weights are integers, so the prefix does not
+    // depend on how the runs are cut.
+    const int run_len = (nbin + kThreads - 1) / kThreads;
+    const int lo = threadIdx.x * run_len;
     uint64_t seg = 0;
-    for (int j = lo; j < lo + kSeg && j < nbin; ++j)
+    for (int j = lo; j < lo + run_len && j < nbin; ++j)
       seg += fixed_weight(contract::key_to_float(packed_key(sm.data.list[j])), scale);
     uint64_t seg_ex;
     __syncthreads();
@@ -277,7 +282,7 @@ struct FallbackRow {
     if (threadIdx.x == 0) sm.ibcast[4] = -1;
     __syncthreads();
     uint64_t c = base_m + seg_ex;
-    for (int j = lo; j < lo + kSeg && j < nbin; ++j) {
+    for (int j = lo; j < lo + run_len && j < nbin; ++j) {
       const uint64_t w = fixed_weight(contract::key_to_float(packed_key(sm.data.list[j])), scale);
       const bool hit = kTopP ? crosses<true>(c, c + w, target, cfg) : (above_n + j + 1 == cfg.top_k);
       if (hit) {

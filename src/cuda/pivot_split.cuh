@@ -183,14 +183,17 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   const SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, chunk);
   TS_SPLIT_ROW_FIRST(it.row_id, 1);
   TS_SPLIT_ITEM(0, item, 0, it.row_id);
+  // The chunk's loads go out first: their latency (HBM, ~1 us) then
+  // overlaps the row's fields and the histogram's clearing instead of
+  // following them on the deferred row's chain.
+  float x[Policy::kItems];
+  bool valid[Policy::kItems];
+  load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
   SplitRow& s = a.split[it.row_id];
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
   fb.set_bins_per_unit(s.bins_per_unit);
   const float scale = fb.fixed_scale();
   fb.hist_clear();
-  float x[Policy::kItems];
-  bool valid[Policy::kItems];
-  load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
   typename FallbackRow<T, Policy>::BinRun run;
 #pragma unroll
   for (int j = 0; j < Policy::kItems; ++j) {
@@ -301,6 +304,12 @@ __device__ __forceinline__ void split_pass_b_item(
   TS_SPLIT_ROW_FIRST(it.row_id, 4);
   TS_SPLIT_ITEM(1, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
+  // The chunk is loaded before the wait for the row's boundary (most items
+  // of a row are claimed while its pass A runs): the loads' latency is then
+  // off the row's chain.  An item whose row lists nothing drops them.
+  float x[Policy::kItems];
+  bool valid[Policy::kItems];
+  load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
   if (wait) {
     if (threadIdx.x == 0)
       while (load_acquire(&s.ready) == 0u) __nanosleep(128);
@@ -312,9 +321,6 @@ __device__ __forceinline__ void split_pass_b_item(
   uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
   const int bin = load_cg(&s.bin);  // from L2: pass A's last item may have run in this launch
   if (bin >= 0) {
-    float x[Policy::kItems];
-    bool valid[Policy::kItems];
-    load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
     uint64_t best = 0, n_above = 0;
     if constexpr (Policy::kSplitRaceGroups) {
       split_race_groups<T, Policy>(fb, x, valid, it, bin, [&](uint64_t p) {
