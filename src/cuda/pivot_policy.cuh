@@ -160,6 +160,16 @@
 #define TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS 1
 #endif
 
+// CTAs per SM the gather launch (pass B, calls of more than
+// kSplitFusedMaxItems items, where every SM runs items) is compiled for: 3
+// caps it at 85 registers.  Left to ptxas it took 80 registers for fp32 at
+// a928c40 but 120-128 for bf16 and, after v48's resolve change, for fp32
+// too: two CTAs per SM, +12-17 % on rows that all defer (v48 in
+// docs/perf-notes.md).
+#ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
+#define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
+#endif
+
 // Whether the chunked merge defers a top-p-only row before loading its
 // candidates when the chunks' emitted mass already says the list cannot reach
 // p W (1, v46), or only after deciding from the list (0).
@@ -276,6 +286,7 @@ struct PivotPolicy {
   static constexpr bool kSplitStream = TOKENSIFT_PIVOT_SPLIT_STREAM != 0;
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
+  static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
   // Early deferral (v46): each chunk of a top-p-only row reports its
   // candidates' mass (ChunkSummary::emit_mass); when their sum is
   // below p W (1 - kEarlyDeferMargin) no decision from the list can keep the

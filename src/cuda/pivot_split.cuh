@@ -304,12 +304,16 @@ __device__ __forceinline__ void split_pass_b_item(
   TS_SPLIT_ROW_FIRST(it.row_id, 4);
   TS_SPLIT_ITEM(1, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
-  // The chunk is loaded before the wait for the row's boundary (most items
-  // of a row are claimed while its pass A runs): the loads' latency is then
-  // off the row's chain.  An item whose row lists nothing drops them.
+  // In the fused and streaming launches (`wait`) the chunk is loaded before
+  // the wait for the row's boundary (most items of a row are claimed while
+  // its pass A runs): the loads' latency is then off the row's chain.  The
+  // gather launch loads it after the boundary, as before: live across the
+  // row's fields, the 16 logits cost split_gather_kernel<float> 41 registers
+  // (80 -> 121, two CTAs per SM instead of three: +12-17 % where every row
+  // defers).  An item whose row lists nothing drops them.
   float x[Policy::kItems];
   bool valid[Policy::kItems];
-  load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+  if (wait) load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
   if (wait) {
     if (threadIdx.x == 0)
       while (load_acquire(&s.ready) == 0u) __nanosleep(128);
@@ -321,6 +325,7 @@ __device__ __forceinline__ void split_pass_b_item(
   uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
   const int bin = load_cg(&s.bin);  // from L2: pass A's last item may have run in this launch
   if (bin >= 0) {
+    if (!wait) load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
     uint64_t best = 0, n_above = 0;
     if constexpr (Policy::kSplitRaceGroups) {
       split_race_groups<T, Policy>(fb, x, valid, it, bin, [&](uint64_t p) {
@@ -411,7 +416,8 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
 }
 
 template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads) split_gather_kernel(TS_PIVOT_KERNEL_ARGS a) {
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlocksPerSm)
+    split_gather_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
   __shared__ int last_flag;
