@@ -169,6 +169,11 @@
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
 #define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
 #endif
+// The same for the fused and streaming launches (both passes in one
+// launch); 0 leaves their registers to ptxas (126-128, two CTAs per SM).
+#ifndef TOKENSIFT_PIVOT_SPLIT_FUSED_MIN_BLOCKS
+#define TOKENSIFT_PIVOT_SPLIT_FUSED_MIN_BLOCKS 0
+#endif
 
 // Whether the chunked merge defers a top-p-only row before loading its
 // candidates when the chunks' emitted mass already says the list cannot reach

@@ -399,6 +399,14 @@ __device__ __forceinline__ void split_pass_b_item(
   __syncthreads();
 }
 
+// Launch bounds of the launches that run both passes (policy knob
+// TOKENSIFT_PIVOT_SPLIT_FUSED_MIN_BLOCKS; 0: none).
+#if TOKENSIFT_PIVOT_SPLIT_FUSED_MIN_BLOCKS > 0
+#define TS_SPLIT_FUSED_BOUNDS __launch_bounds__(Policy::kThreads, TOKENSIFT_PIVOT_SPLIT_FUSED_MIN_BLOCKS)
+#else
+#define TS_SPLIT_FUSED_BOUNDS __launch_bounds__(Policy::kThreads)
+#endif
+
 // The two passes as two launches (calls above kSplitFusedMaxItems items):
 // pass B reads what pass A published at the launch boundary.
 template <class T, class Policy>
@@ -436,7 +444,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlock
 // a row's pass B starts as soon as its own boundary is known instead of
 // after every CTA of pass A has exited, and a call pays one launch fewer.
 template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads) split_fused_kernel(TS_PIVOT_KERNEL_ARGS a) {
+__global__ void TS_SPLIT_FUSED_BOUNDS split_fused_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
   __shared__ int last_flag;
@@ -552,7 +560,7 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
 }
 
 template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads) split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
+__global__ void TS_SPLIT_FUSED_BOUNDS split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
   __shared__ int last_flag;
