@@ -163,9 +163,9 @@
 // CTAs per SM the gather launch (pass B, calls of more than
 // kSplitFusedMaxItems items, where every SM runs items) is compiled for: 3
 // caps it at 85 registers.  Left to ptxas it took 80 registers for fp32 at
-// a928c40 but 120-128 for bf16 and, after v48's resolve change, for fp32
-// too: two CTAs per SM, +12-17 % on rows that all defer (v48 in
-// docs/perf-notes.md).
+// a928c40 but 120-128 for bf16, and 120 for fp32 too after v48's changes to
+// the split items and the resolve: two CTAs per SM, +12-17 % on rows that
+// all defer (v48 in docs/perf-notes.md).
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
 #define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
 #endif

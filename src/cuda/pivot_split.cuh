@@ -307,10 +307,9 @@ __device__ __forceinline__ void split_pass_b_item(
   // In the fused and streaming launches (`wait`) the chunk is loaded before
   // the wait for the row's boundary (most items of a row are claimed while
   // its pass A runs): the loads' latency is then off the row's chain.  The
-  // gather launch loads it after the boundary, as before: live across the
-  // row's fields, the 16 logits cost split_gather_kernel<float> 41 registers
-  // (80 -> 121, two CTAs per SM instead of three: +12-17 % where every row
-  // defers).  An item whose row lists nothing drops them.
+  // gather launch, whose items do not wait, loads it after reading the bin,
+  // as before (the order v48b measured at three CTAs per SM).  An item
+  // whose row lists nothing drops them.
   float x[Policy::kItems];
   bool valid[Policy::kItems];
   if (wait) load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
