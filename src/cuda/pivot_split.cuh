@@ -312,8 +312,8 @@ __device__ __forceinline__ void split_pass_b_item(
   // whose row lists nothing drops them.
   float x[Policy::kItems];
   bool valid[Policy::kItems];
-  if (wait) load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
   if (wait) {
+    load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
     if (threadIdx.x == 0)
       while (load_acquire(&s.ready) == 0u) __nanosleep(128);
     __syncthreads();
