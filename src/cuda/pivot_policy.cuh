@@ -169,6 +169,14 @@
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
 #define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
 #endif
+// Pieces each chunk's pass-B work is cut into in the fused and streaming
+// launches (1 or 2): 2 gives a deferred row twice the items of kChunk / 2
+// logits (8 a thread), so its pass B, latency-bound at one CTA per SM once
+// the pivot kernel has ended, takes about half as long; the gather launch
+// (many rows, where items queue) keeps whole chunks.
+#ifndef TOKENSIFT_PIVOT_SPLIT_PARTS
+#define TOKENSIFT_PIVOT_SPLIT_PARTS 2
+#endif
 // The same for the fused and streaming launches (both passes in one
 // launch); 0 leaves their registers to ptxas (126-128, two CTAs per SM).
 #ifndef TOKENSIFT_PIVOT_SPLIT_FUSED_MIN_BLOCKS
@@ -292,6 +300,7 @@ struct PivotPolicy {
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
+  static constexpr int kSplitParts = TOKENSIFT_PIVOT_SPLIT_PARTS;
   // Early deferral (v46): each chunk of a top-p-only row reports its
   // candidates' mass (ChunkSummary::emit_mass); when their sum is
   // below p W (1 - kEarlyDeferMargin) no decision from the list can keep the

@@ -17,7 +17,10 @@
 // pass A: the items it waits for were claimed before it, by running CTAs.
 // Behind the chunked kernel the one launch streams (split_stream_kernel,
 // sm_90's programmatic dependent launch): it runs beside the pivot kernel's
-// last wave and takes each row as the merge publishes it.
+// last wave and takes each row as the merge publishes it.  In the one-launch
+// forms pass B cuts each chunk into PivotPolicy::kSplitParts pieces (items
+// of kChunk / kSplitParts logits): the last-deferred row's pass B runs on an
+// idle GPU, where a piece's length, not the number of pieces, sets its end.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
@@ -240,16 +243,15 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
 // covers the fast log), and a group whose best z plus the largest possible
 // boost stays below it skips its Philox call.  Only tokens that cannot win
 // are skipped, so `best` has the bits of the per-token loop.
-template <class T, class Policy, class Append>
-__device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& fb, const float (&x)[Policy::kItems],
-                                                  const bool (&valid)[Policy::kItems],
-                                                  const SplitItem<T, Policy>& it, int bin, Append&& append,
-                                                  uint64_t& n_above, uint64_t& best) {
-  static_assert(Policy::kItems % 4 == 0 && (16 / sizeof(T)) % 4 == 0, "groups of four on consecutive indices");
+template <class T, class Policy, int kN, class Append>
+__device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
+                                                  const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
+                                                  Append&& append, uint64_t& n_above, uint64_t& best) {
+  static_assert(kN % 4 == 0 && (16 / sizeof(T)) % 4 == 0, "groups of four on consecutive indices");
   constexpr float kInf = __builtin_huge_valf();
   float best_score = -kInf;
 #pragma unroll
-  for (int g = 0; g < Policy::kItems / 4; ++g) {
+  for (int g = 0; g < kN / 4; ++g) {
     const uint32_t idx0 = (uint32_t)item_index<Policy, T>(it.begin, 4 * g);
     float z[4];
     float zm = -kInf;
@@ -288,19 +290,24 @@ __device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& 
   }
 }
 
-// Pass B on one item: the chunk's tokens of the boundary bin into the row's
+// Pass B on one item: the piece's tokens of the boundary bin into the row's
 // list, its tokens above the bin counted and raced; the row's last item
-// resolves the list and writes the result.  In the fused launch an item may
-// start before its row's pass A has ended: thread 0 waits for the row's
-// boundary first (SplitRow::ready; the pass-A items it waits for were all
-// claimed before this one, by CTAs that are running, so the wait ends).
-template <class T, class Policy>
+// resolves the list and writes the result.  A row has chunks x kParts items
+// (`piece` = chunk x kParts + part), each kChunk / kParts logits.  In the
+// fused launch an item may start before its row's pass A has ended: thread 0
+// waits for the row's boundary first (SplitRow::ready; the pass-A items it
+// waits for were all claimed before this one, by CTAs that are running, so
+// the wait ends).
+template <class T, class Policy, int kParts>
 __device__ __forceinline__ void split_pass_b_item(
-    const PivotArgs& a, int64_t row_id, int32_t chunk, int64_t item, FallbackSmem<Policy>& sm,
+    const PivotArgs& a, int64_t row_id, int32_t piece, int64_t item, FallbackSmem<Policy>& sm,
     typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce, int& last_flag, bool wait) {
+  static_assert(kParts >= 1 && Policy::kItems % kParts == 0, "whole pieces");
+  constexpr int kN = Policy::kItems / kParts;  // logits a thread
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   const float kNan = __int_as_float(0x7fffffff);
-  const SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, chunk);
+  SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, piece / kParts);
+  it.begin += (piece % kParts) * (Policy::kChunk / kParts);
   TS_SPLIT_ROW_FIRST(it.row_id, 4);
   TS_SPLIT_ITEM(1, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
@@ -310,10 +317,10 @@ __device__ __forceinline__ void split_pass_b_item(
   // gather launch, whose items do not wait, loads it after reading the bin,
   // as before (the order v48b measured at three CTAs per SM).  An item
   // whose row lists nothing drops them.
-  float x[Policy::kItems];
-  bool valid[Policy::kItems];
+  float x[kN];
+  bool valid[kN];
   if (wait) {
-    load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+    load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
     if (threadIdx.x == 0)
       while (load_acquire(&s.ready) == 0u) __nanosleep(128);
     __syncthreads();
@@ -324,16 +331,16 @@ __device__ __forceinline__ void split_pass_b_item(
   uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
   const int bin = load_cg(&s.bin);  // from L2: pass A's last item may have run in this launch
   if (bin >= 0) {
-    if (!wait) load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+    if (!wait) load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
     uint64_t best = 0, n_above = 0;
     if constexpr (Policy::kSplitRaceGroups) {
-      split_race_groups<T, Policy>(fb, x, valid, it, bin, [&](uint64_t p) {
+      split_race_groups<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
         const int at = atomicAdd(&s.nlist, 1);
         if (at < Policy::kFbListCap) list[at] = p;
       }, n_above, best);
     } else {
 #pragma unroll
-      for (int j = 0; j < Policy::kItems; ++j) {
+      for (int j = 0; j < kN; ++j) {
         if (!valid[j]) continue;
         const float z = fb.z_of(x[j]);
         if (!fb.eligible(z)) continue;
@@ -360,7 +367,7 @@ __device__ __forceinline__ void split_pass_b_item(
     }
     TS_SPLIT_ITEM(1, item, 3, it.row_id);
   }
-  const bool last_b = split_last<Policy>(&s.ticket_b, a.chunks, last_flag);
+  const bool last_b = split_last<Policy>(&s.ticket_b, a.chunks * kParts, last_flag);
   TS_SPLIT_ITEM(1, item, 4, it.row_id);
   if (last_b) {
     TS_SPLIT_ROW(it.row_id, 5);
@@ -433,7 +440,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlock
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
        item = next_item(&a.split_next[1], item_slot))
-    split_pass_b_item<T, Policy>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm, reduce,
+    split_pass_b_item<T, Policy, 1>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm, reduce,
                                  last_flag, false);
   TS_SPLIT_EXIT(2);
 }
@@ -449,14 +456,19 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_fused_kernel(TS_PIVOT_KERNEL_ARGS a)
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   TS_SPLIT_ENTRY(1);
-  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
-  for (int64_t item = next_item(&a.split_next[0], item_slot); item < 2 * items;
+  constexpr int kParts = Policy::kSplitParts;
+  const int64_t items = (int64_t)*a.deferred_count * a.chunks;  // pass A's; pass B has kParts times as many
+  const int64_t per_b = (int64_t)a.chunks * kParts;
+  for (int64_t item = next_item(&a.split_next[0], item_slot); item < items * (1 + kParts);
        item = next_item(&a.split_next[0], item_slot)) {
-    const int64_t b = item < items ? item : item - items;
-    const int64_t row_id = deferred_row(a, b / a.chunks);
-    const int32_t chunk = (int32_t)(b % a.chunks);
-    if (item < items) split_pass_a_item<T, Policy>(a, row_id, chunk, b, sm, last_flag);
-    else split_pass_b_item<T, Policy>(a, row_id, chunk, b, sm, reduce, last_flag, true);
+    if (item < items) {
+      split_pass_a_item<T, Policy>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm,
+                                   last_flag);
+    } else {
+      const int64_t b = item - items;
+      split_pass_b_item<T, Policy, kParts>(a, deferred_row(a, b / per_b), (int32_t)(b % per_b), b, sm, reduce,
+                                           last_flag, true);
+    }
   }
   TS_SPLIT_EXIT(1);
 }
@@ -507,26 +519,27 @@ enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
 
 // Thread 0: the next item for this CTA (kind, item); `pending` carries a
 // pass-B item kept back across calls.
-__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& pending, int64_t& item) {
+__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t per_b, int64_t& pending,
+                                                  int64_t& item) {
   uint32_t* const a_next = &a.split_next[0];
   uint32_t* const b_next = &a.split_next[1];
-  const int64_t per = a.chunks;
-  const int64_t cap = a.rows * per;
+  const int64_t per_a = a.chunks;  // pass-A items a row; pass B has per_b
+  const int64_t cap = a.rows * per_a;
   for (;;) {
     const int64_t fa = load_relaxed(a_next);
-    if (pending >= 0 && fa >= (pending / per + 1) * per) {  // its row's pass-A items are all taken
+    if (pending >= 0 && fa >= (pending / per_b + 1) * per_a) {  // its row's pass-A items are all taken
       item = pending;
       pending = -1;
       return kClaimB;
     }
-    const int64_t sa = fa / per;
+    const int64_t sa = fa / per_a;
     if (fa < cap && load_acquire(&a.deferred_rows[sa]) != 0u) {
       item = atomicAdd(a_next, 1u);
       return kClaimA;
     }
-    if (pending < 0 && (int64_t)load_relaxed(b_next) < sa * per) {
+    if (pending < 0 && (int64_t)load_relaxed(b_next) < sa * per_b) {
       const int64_t j = atomicAdd(b_next, 1u);
-      if (j < (int64_t)(load_relaxed(a_next) / per) * per) {
+      if (j < (int64_t)(load_relaxed(a_next) / per_a) * per_b) {
         item = j;
         return kClaimB;
       }
@@ -535,8 +548,9 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
     }
     if (load_acquire(a.rows_done) == (uint32_t)a.rows) {
       // Every row is merged, so every deferral is published and final.
-      const int64_t n = (int64_t)load_relaxed(a.deferred_count) * per;
-      if (fa < n) continue;  // pass-A items left: taken above
+      const int64_t rows = (int64_t)load_relaxed(a.deferred_count);
+      if (fa < rows * per_a) continue;  // pass-A items left: taken above
+      const int64_t n = rows * per_b;
       if (pending >= 0) {
         if (pending < n) {
           item = pending;
@@ -567,15 +581,17 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_stream_kernel(TS_PIVOT_KERNEL_ARGS a
   __shared__ int64_t claim_item;
   __shared__ int64_t claim_row;
   TS_SPLIT_ENTRY(1);
+  constexpr int kParts = Policy::kSplitParts;
+  const int64_t per_b = (int64_t)a.chunks * kParts;  // pass-B items a row
   int64_t pending = -1;  // thread 0's
   for (;;) {
     __syncthreads();  // everyone has read the previous claim
     if (threadIdx.x == 0) {
       int64_t item = -1;
-      const int kind = split_stream_claim(a, pending, item);
+      const int kind = split_stream_claim(a, per_b, pending, item);
       claim_kind = kind;
       claim_item = item;
-      claim_row = kind == kClaimExit ? -1 : wait_deferred(a, item / a.chunks);
+      claim_row = kind == kClaimExit ? -1 : wait_deferred(a, item / (kind == kClaimA ? (int64_t)a.chunks : per_b));
     }
     __syncthreads();
     const int kind = claim_kind;
@@ -583,9 +599,8 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_stream_kernel(TS_PIVOT_KERNEL_ARGS a
     const int64_t row_id = claim_row;
     if (row_id < 0) continue;  // an item past the last deferred row (an overshot claim)
     const int64_t item = claim_item;
-    const int32_t chunk = (int32_t)(item % a.chunks);
-    if (kind == kClaimA) split_pass_a_item<T, Policy>(a, row_id, chunk, item, sm, last_flag);
-    else split_pass_b_item<T, Policy>(a, row_id, chunk, item, sm, reduce, last_flag, true);
+    if (kind == kClaimA) split_pass_a_item<T, Policy>(a, row_id, (int32_t)(item % a.chunks), item, sm, last_flag);
+    else split_pass_b_item<T, Policy, kParts>(a, row_id, (int32_t)(item % per_b), item, sm, reduce, last_flag, true);
   }
   pdl_wait_primary();
   TS_SPLIT_EXIT(1);
