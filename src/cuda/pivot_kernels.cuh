@@ -131,8 +131,9 @@ cudaError_t launch_maybe_dependent(Kernel kernel, dim3 grid, bool dependent, con
 // the same kernel, which then finds every row deferred.
 template <class T>
 cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
-  return launch_maybe_dependent(split_stream_kernel<T, PivotPolicy>, split_grid(a, PivotPolicy::kSplitParts), true, a,
-                                stream);
+  // Pass B in halves: up to twice the chunks' items (kSplitHalvesBelow).
+  return launch_maybe_dependent(split_stream_kernel<T, PivotPolicy>,
+                                split_grid(a, PivotPolicy::kSplitHalvesBelow > 0 ? 2 : 1), true, a, stream);
 }
 
 // The split fallback's launch (two above PivotPolicy::kSplitFusedMaxItems
@@ -143,7 +144,7 @@ template <class T>
 cudaError_t launch_split_fallback(const PivotArgs& a, bool streams, cudaStream_t stream) {
   const bool fused = split_fused(a.rows, a.chunks);
   if (fused && streams && PivotPolicy::kSplitStream) return launch_split_stream<T>(a, stream);
-  const dim3 grid = split_grid(a, fused ? PivotPolicy::kSplitParts : 1);
+  const dim3 grid = split_grid(a);
   const dim3 block(PivotPolicy::kThreads);
   if (fused) {
     split_fused_kernel<T, PivotPolicy><<<grid, block, 0, stream>>>(a);

@@ -169,13 +169,14 @@
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
 #define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
 #endif
-// Pieces each chunk's pass-B work is cut into in the fused and streaming
-// launches (1 or 2): 2 gives a deferred row twice the items of kChunk / 2
-// logits (8 a thread), so its pass B, latency-bound at one CTA per SM once
-// the pivot kernel has ended, takes about half as long; the gather launch
-// (many rows, where items queue) keeps whole chunks.
-#ifndef TOKENSIFT_PIVOT_SPLIT_PARTS
-#define TOKENSIFT_PIVOT_SPLIT_PARTS 2
+// The streaming split launch counts pass B in half chunks: a claim takes
+// one half (8 logits a thread) while at most this many halves wait to be
+// claimed, else two (a whole chunk's worth).  A deferred row's pass B on
+// idle CTAs, latency-bound at one CTA per SM, then ends about twice as soon,
+// while items that queue stay whole.  0: whole items only; a huge value:
+// halves only (v49's form).
+#ifndef TOKENSIFT_PIVOT_SPLIT_HALVES_BELOW
+#define TOKENSIFT_PIVOT_SPLIT_HALVES_BELOW 128
 #endif
 // The same for the fused and streaming launches (both passes in one
 // launch); 0 leaves their registers to ptxas (126-128, two CTAs per SM).
@@ -300,7 +301,7 @@ struct PivotPolicy {
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
-  static constexpr int kSplitParts = TOKENSIFT_PIVOT_SPLIT_PARTS;
+  static constexpr int64_t kSplitHalvesBelow = TOKENSIFT_PIVOT_SPLIT_HALVES_BELOW;
   // Early deferral (v46): each chunk of a top-p-only row reports its
   // candidates' mass (ChunkSummary::emit_mass); when their sum is
   // below p W (1 - kEarlyDeferMargin) no decision from the list can keep the

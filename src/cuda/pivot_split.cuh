@@ -17,10 +17,10 @@
 // pass A: the items it waits for were claimed before it, by running CTAs.
 // Behind the chunked kernel the one launch streams (split_stream_kernel,
 // sm_90's programmatic dependent launch): it runs beside the pivot kernel's
-// last wave and takes each row as the merge publishes it.  In the one-launch
-// forms pass B cuts each chunk into PivotPolicy::kSplitParts pieces (items
-// of kChunk / kSplitParts logits): the last-deferred row's pass B runs on an
-// idle GPU, where a piece's length, not the number of pieces, sets its end.
+// last wave and takes each row as the merge publishes it; there pass B is
+// counted in half chunks, and an item is half a chunk when few are waiting
+// (split_stream_claim), so the last deferred row's pass B, on an idle GPU,
+// ends about twice as soon.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
@@ -178,6 +178,16 @@ __device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
   return flag;
 }
 
+// The same for items that each cover `units` of the row's `total` (the
+// streaming launch's pass B counts half chunks).
+template <class Policy>
+__device__ bool split_last_n(uint32_t* ticket, int32_t units, int32_t total, int& flag) {
+  __syncthreads();
+  if (threadIdx.x == 0) flag = ticket_arrive_n(ticket, (uint32_t)units) + (uint32_t)units == (uint32_t)total;
+  __syncthreads();
+  return flag;
+}
+
 // Pass A on one item: the chunk's histogram into the row's; the row's last
 // item finds the boundary bin and publishes it (SplitRow::ready).
 template <class T, class Policy>
@@ -290,24 +300,25 @@ __device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& 
   }
 }
 
-// Pass B on one item: the piece's tokens of the boundary bin into the row's
+// Pass B on one item: the span's tokens of the boundary bin into the row's
 // list, its tokens above the bin counted and raced; the row's last item
-// resolves the list and writes the result.  A row has chunks x kParts items
-// (`piece` = chunk x kParts + part), each kChunk / kParts logits.  In the
-// fused launch an item may start before its row's pass A has ended: thread 0
-// waits for the row's boundary first (SplitRow::ready; the pass-A items it
-// waits for were all claimed before this one, by CTAs that are running, so
-// the wait ends).
-template <class T, class Policy, int kParts>
+// resolves the list and writes the result.  The span is kN logits a thread
+// from `begin` (a whole chunk's kItems, or half of it in the streaming
+// launch), `units` of the row's `total` on its ticket.  In the fused launch
+// an item may start before its row's pass A has ended: thread 0 waits for
+// the row's boundary first (SplitRow::ready; the pass-A items it waits for
+// were all claimed before this one, by CTAs that are running, so the wait
+// ends).
+template <class T, class Policy, int kN>
 __device__ __forceinline__ void split_pass_b_item(
-    const PivotArgs& a, int64_t row_id, int32_t piece, int64_t item, FallbackSmem<Policy>& sm,
-    typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce, int& last_flag, bool wait) {
-  static_assert(kParts >= 1 && Policy::kItems % kParts == 0, "whole pieces");
-  constexpr int kN = Policy::kItems / kParts;  // logits a thread
+    const PivotArgs& a, int64_t row_id, int32_t begin, int32_t units, int32_t total, int64_t item,
+    FallbackSmem<Policy>& sm, typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce,
+    int& last_flag, bool wait) {
+  static_assert(kN == Policy::kItems || 2 * kN == Policy::kItems, "a chunk or half of one");
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   const float kNan = __int_as_float(0x7fffffff);
-  SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, piece / kParts);
-  it.begin += (piece % kParts) * (Policy::kChunk / kParts);
+  SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, 0);
+  it.begin = begin;
   TS_SPLIT_ROW_FIRST(it.row_id, 4);
   TS_SPLIT_ITEM(1, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
@@ -367,7 +378,7 @@ __device__ __forceinline__ void split_pass_b_item(
     }
     TS_SPLIT_ITEM(1, item, 3, it.row_id);
   }
-  const bool last_b = split_last<Policy>(&s.ticket_b, a.chunks * kParts, last_flag);
+  const bool last_b = split_last_n<Policy>(&s.ticket_b, units, total, last_flag);
   TS_SPLIT_ITEM(1, item, 4, it.row_id);
   if (last_b) {
     TS_SPLIT_ROW(it.row_id, 5);
@@ -440,8 +451,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlock
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
        item = next_item(&a.split_next[1], item_slot))
-    split_pass_b_item<T, Policy, 1>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm, reduce,
-                                 last_flag, false);
+    split_pass_b_item<T, Policy, Policy::kItems>(a, deferred_row(a, item / a.chunks),
+                                                 (int32_t)(item % a.chunks) * Policy::kChunk, 1, a.chunks, item, sm,
+                                                 reduce, last_flag, false);
   TS_SPLIT_EXIT(2);
 }
 
@@ -456,19 +468,16 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_fused_kernel(TS_PIVOT_KERNEL_ARGS a)
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   TS_SPLIT_ENTRY(1);
-  constexpr int kParts = Policy::kSplitParts;
-  const int64_t items = (int64_t)*a.deferred_count * a.chunks;  // pass A's; pass B has kParts times as many
-  const int64_t per_b = (int64_t)a.chunks * kParts;
-  for (int64_t item = next_item(&a.split_next[0], item_slot); item < items * (1 + kParts);
+  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
+  for (int64_t item = next_item(&a.split_next[0], item_slot); item < 2 * items;
        item = next_item(&a.split_next[0], item_slot)) {
-    if (item < items) {
-      split_pass_a_item<T, Policy>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm,
-                                   last_flag);
-    } else {
-      const int64_t b = item - items;
-      split_pass_b_item<T, Policy, kParts>(a, deferred_row(a, b / per_b), (int32_t)(b % per_b), b, sm, reduce,
-                                           last_flag, true);
-    }
+    const int64_t b = item < items ? item : item - items;
+    const int64_t row_id = deferred_row(a, b / a.chunks);
+    const int32_t chunk = (int32_t)(b % a.chunks);
+    if (item < items) split_pass_a_item<T, Policy>(a, row_id, chunk, b, sm, last_flag);
+    else
+      split_pass_b_item<T, Policy, Policy::kItems>(a, row_id, chunk * Policy::kChunk, 1, a.chunks, b, sm, reduce,
+                                                   last_flag, true);
   }
   TS_SPLIT_EXIT(1);
 }
@@ -517,33 +526,57 @@ __device__ __forceinline__ int64_t wait_deferred(const PivotArgs& a, int64_t slo
 // it finds every row deferred and runs as split_fused_kernel does.
 enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
 
-// Thread 0: the next item for this CTA (kind, item); `pending` carries a
-// pass-B item kept back across calls.
-__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t per_b, int64_t& pending,
-                                                  int64_t& item) {
+// Thread 0: the next item for this CTA (kind, item, units).  Pass B is
+// counted in half chunks (per_b = 2 x chunks a row): a claim takes two (a
+// whole chunk's worth) while more than Policy::kSplitHalvesBelow halves wait
+// to be claimed, else one, so a row whose pass B runs on otherwise idle CTAs
+// (the last deferred row, a lone row at small B) gets twice the items of half
+// the length, while items that queue stay whole and pay their fixed costs
+// (claim, wait, reductions, ticket) once (v49 halved every item and lost
+// 9-13 % where every row defers).  Mixed claims leave a whole claim at an
+// odd half; one that runs past its row's end is cut there and the rest is
+// kept back in `pending` like an overshot claim.
+template <class Policy>
+__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& pending, int32_t& pending_units,
+                                                  int64_t& item, int32_t& units) {
   uint32_t* const a_next = &a.split_next[0];
   uint32_t* const b_next = &a.split_next[1];
-  const int64_t per_a = a.chunks;  // pass-A items a row; pass B has per_b
+  const int64_t per_a = a.chunks;      // pass-A items a row
+  const int64_t per_b = 2 * a.chunks;  // pass-B halves a row
   const int64_t cap = a.rows * per_a;
+  constexpr int64_t kNoLimit = INT64_MAX;
+  auto take = [&](int64_t j, int32_t u, int64_t limit) {
+    const int64_t row_end = (j / per_b + 1) * per_b;
+    const int64_t end = min(min(j + u, row_end), limit);
+    item = j;
+    units = (int32_t)(end - j);
+    if (j + u > end && end < limit) {  // the rest lies in the next row
+      pending = end;
+      pending_units = (int32_t)(j + u - end);
+    }
+    return (int)kClaimB;
+  };
+  auto units_for = [](int64_t waiting) { return waiting > Policy::kSplitHalvesBelow ? 2 : 1; };
   for (;;) {
     const int64_t fa = load_relaxed(a_next);
     if (pending >= 0 && fa >= (pending / per_b + 1) * per_a) {  // its row's pass-A items are all taken
-      item = pending;
+      const int64_t p = pending;
       pending = -1;
-      return kClaimB;
+      return take(p, pending_units, kNoLimit);
     }
     const int64_t sa = fa / per_a;
     if (fa < cap && load_acquire(&a.deferred_rows[sa]) != 0u) {
       item = atomicAdd(a_next, 1u);
+      units = 1;
       return kClaimA;
     }
-    if (pending < 0 && (int64_t)load_relaxed(b_next) < sa * per_b) {
-      const int64_t j = atomicAdd(b_next, 1u);
-      if (j < (int64_t)(load_relaxed(a_next) / per_a) * per_b) {
-        item = j;
-        return kClaimB;
-      }
+    const int64_t fb = load_relaxed(b_next);
+    if (pending < 0 && fb < sa * per_b) {
+      const int32_t u = units_for(sa * per_b - fb);
+      const int64_t j = atomicAdd(b_next, (uint32_t)u);
+      if (j < (int64_t)(load_relaxed(a_next) / per_a) * per_b) return take(j, u, kNoLimit);
       pending = j;  // overshot: take its row's remaining pass-A items first
+      pending_units = u;
       continue;
     }
     if (load_acquire(a.rows_done) == (uint32_t)a.rows) {
@@ -552,19 +585,15 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t pe
       if (fa < rows * per_a) continue;  // pass-A items left: taken above
       const int64_t n = rows * per_b;
       if (pending >= 0) {
-        if (pending < n) {
-          item = pending;
-          pending = -1;
-          return kClaimB;
-        }
-        pending = -1;  // past the last row: nothing to do
+        const int64_t p = pending;
+        pending = -1;
+        if (p < n) return take(p, pending_units, n);  // else past the last row: nothing to do
       }
-      if ((int64_t)load_relaxed(b_next) < n) {
-        const int64_t j = atomicAdd(b_next, 1u);
-        if (j < n) {
-          item = j;
-          return kClaimB;
-        }
+      const int64_t fb2 = load_relaxed(b_next);
+      if (fb2 < n) {
+        const int32_t u = units_for(n - fb2);
+        const int64_t j = atomicAdd(b_next, (uint32_t)u);
+        if (j < n) return take(j, u, n);
       }
       return kClaimExit;
     }
@@ -572,25 +601,31 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t pe
   }
 }
 
+// Bounded at two CTAs per SM, what its ~128 registers give anyway: left to
+// itself ptxas takes 80 registers and spills ~0.8 KB for its three item
+// bodies (pass A, pass B whole and half).
 template <class T, class Policy>
-__global__ void TS_SPLIT_FUSED_BOUNDS split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
+__global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
   __shared__ int last_flag;
   __shared__ int claim_kind;
+  __shared__ int claim_units;
   __shared__ int64_t claim_item;
   __shared__ int64_t claim_row;
   TS_SPLIT_ENTRY(1);
-  constexpr int kParts = Policy::kSplitParts;
-  const int64_t per_b = (int64_t)a.chunks * kParts;  // pass-B items a row
-  int64_t pending = -1;  // thread 0's
+  const int64_t per_b = 2 * (int64_t)a.chunks;  // pass-B halves a row
+  int64_t pending = -1;                          // thread 0's
+  int32_t pending_units = 0;
   for (;;) {
     __syncthreads();  // everyone has read the previous claim
     if (threadIdx.x == 0) {
       int64_t item = -1;
-      const int kind = split_stream_claim(a, per_b, pending, item);
+      int32_t units = 0;
+      const int kind = split_stream_claim<Policy>(a, pending, pending_units, item, units);
       claim_kind = kind;
       claim_item = item;
+      claim_units = units;
       claim_row = kind == kClaimExit ? -1 : wait_deferred(a, item / (kind == kClaimA ? (int64_t)a.chunks : per_b));
     }
     __syncthreads();
@@ -599,8 +634,17 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_stream_kernel(TS_PIVOT_KERNEL_ARGS a
     const int64_t row_id = claim_row;
     if (row_id < 0) continue;  // an item past the last deferred row (an overshot claim)
     const int64_t item = claim_item;
-    if (kind == kClaimA) split_pass_a_item<T, Policy>(a, row_id, (int32_t)(item % a.chunks), item, sm, last_flag);
-    else split_pass_b_item<T, Policy, kParts>(a, row_id, (int32_t)(item % per_b), item, sm, reduce, last_flag, true);
+    if (kind == kClaimA) {
+      split_pass_a_item<T, Policy>(a, row_id, (int32_t)(item % a.chunks), item, sm, last_flag);
+    } else {
+      const int32_t begin = (int32_t)(item % per_b) * (Policy::kChunk / 2);
+      if (claim_units == 2)
+        split_pass_b_item<T, Policy, Policy::kItems>(a, row_id, begin, 2, (int32_t)per_b, item, sm, reduce, last_flag,
+                                                     true);
+      else
+        split_pass_b_item<T, Policy, Policy::kItems / 2>(a, row_id, begin, 1, (int32_t)per_b, item, sm, reduce,
+                                                         last_flag, true);
+    }
   }
   pdl_wait_primary();
   TS_SPLIT_EXIT(1);
