@@ -131,9 +131,10 @@ cudaError_t launch_maybe_dependent(Kernel kernel, dim3 grid, bool dependent, con
 // the same kernel, which then finds every row deferred.
 template <class T>
 cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
-  // Pass B in halves: up to twice the chunks' items (kSplitHalvesBelow).
-  return launch_maybe_dependent(split_stream_kernel<T, PivotPolicy>,
-                                split_grid(a, PivotPolicy::kSplitHalvesBelow > 0 ? 2 : 1), true, a, stream);
+  // Pass B in halves: a CTA for each while that many fit at once.
+  const dim3 halves = split_grid(a, 2);
+  const bool room = PivotPolicy::kSplitHalves != 0 && halves.x <= (unsigned)PivotPolicy::kSplitStreamHalfGrid;
+  return launch_maybe_dependent(split_stream_kernel<T, PivotPolicy>, room ? halves : split_grid(a), true, a, stream);
 }
 
 // The split fallback's launch (two above PivotPolicy::kSplitFusedMaxItems

@@ -169,14 +169,22 @@
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
 #define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
 #endif
-// The streaming split launch counts pass B in half chunks: a claim takes
-// one half (8 logits a thread) while at most this many halves wait to be
-// claimed, else two (a whole chunk's worth).  A deferred row's pass B on
-// idle CTAs, latency-bound at one CTA per SM, then ends about twice as soon,
-// while items that queue stay whole.  0: whole items only; a huge value:
-// halves only (v49's form).
-#ifndef TOKENSIFT_PIVOT_SPLIT_HALVES_BELOW
-#define TOKENSIFT_PIVOT_SPLIT_HALVES_BELOW 128
+// The streaming split launch counts pass B in half chunks: 1 (default) a
+// claim takes one half (8 logits a thread) while no more halves wait than
+// CTAs idle, else two (a whole chunk's worth); 0 whole items only (main's
+// form before v51); 2 halves only (v49's streaming form).  A deferred row's
+// pass B on idle CTAs, latency-bound at one CTA per SM, then ends about
+// twice as soon, while items that queue stay whole.
+#ifndef TOKENSIFT_PIVOT_SPLIT_HALVES
+#define TOKENSIFT_PIVOT_SPLIT_HALVES 1
+#endif
+// The streaming launch's grid has a CTA for every half (twice the chunks)
+// only up to this many CTAs (H200: 132 SMs hold 264 at two a SM), else one
+// for every chunk as the other split launches: CTAs beyond what the device
+// holds start only as others leave, each paying a claim at the launch's
+// end (v49 and v51 at B = 16, grid 512 -> 1,024: +5..+12 %).
+#ifndef TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID
+#define TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID 256
 #endif
 // The same for the fused and streaming launches (both passes in one
 // launch); 0 leaves their registers to ptxas (126-128, two CTAs per SM).
@@ -301,7 +309,8 @@ struct PivotPolicy {
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
-  static constexpr int64_t kSplitHalvesBelow = TOKENSIFT_PIVOT_SPLIT_HALVES_BELOW;
+  static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;
+  static constexpr int kSplitStreamHalfGrid = TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID;
   // Early deferral (v46): each chunk of a top-p-only row reports its
   // candidates' mass (ChunkSummary::emit_mass); when their sum is
   // below p W (1 - kEarlyDeferMargin) no decision from the list can keep the

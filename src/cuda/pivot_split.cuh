@@ -18,9 +18,9 @@
 // Behind the chunked kernel the one launch streams (split_stream_kernel,
 // sm_90's programmatic dependent launch): it runs beside the pivot kernel's
 // last wave and takes each row as the merge publishes it; there pass B is
-// counted in half chunks, and an item is half a chunk when few are waiting
-// (split_stream_claim), so the last deferred row's pass B, on an idle GPU,
-// ends about twice as soon.
+// counted in half chunks, and an item is half a chunk when no more are
+// waiting than CTAs idle (split_stream_claim), so the last deferred row's
+// pass B, on an otherwise idle GPU, ends about twice as soon.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
@@ -527,24 +527,29 @@ __device__ __forceinline__ int64_t wait_deferred(const PivotArgs& a, int64_t slo
 enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
 
 // Thread 0: the next item for this CTA (kind, item, units).  Pass B is
-// counted in half chunks (per_b = 2 x chunks a row): a claim takes two (a
-// whole chunk's worth) while more than Policy::kSplitHalvesBelow halves wait
-// to be claimed, else one, so a row whose pass B runs on otherwise idle CTAs
-// (the last deferred row, a lone row at small B) gets twice the items of half
-// the length, while items that queue stay whole and pay their fixed costs
-// (claim, wait, reductions, ticket) once (v49 halved every item and lost
-// 9-13 % where every row defers).  Mixed claims leave a whole claim at an
-// odd half; one that runs past its row's end is cut there and the rest is
-// kept back in `pending` like an overshot claim.
+// counted in half chunks (per_b = 2 x chunks a row): a claim takes one half
+// while the halves waiting to be claimed are no more than the CTAs idle in
+// this loop (split_next[2], this one included), else two (a whole chunk's
+// worth).  So a row whose pass B meets idle CTAs (the last deferred row, a
+// lone row at small B) gets twice the items of half the length, all in one
+// round, while items that queue stay whole and pay their fixed costs (claim,
+// wait, reductions, ticket) once: v49 halved every item and lost 9-13 %
+// where every row defers; v51 halved only while 128 or fewer halves waited
+// and missed the target cell, where more wait while CTAs idle.  Mixed claims
+// leave a whole claim at an odd half; one that runs past its row's end is
+// cut there and the rest kept back in `pending` like an overshot claim.
 template <class Policy>
 __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& pending, int32_t& pending_units,
                                                   int64_t& item, int32_t& units) {
   uint32_t* const a_next = &a.split_next[0];
   uint32_t* const b_next = &a.split_next[1];
+  uint32_t* const idle_n = &a.split_next[2];
   const int64_t per_a = a.chunks;      // pass-A items a row
   const int64_t per_b = 2 * a.chunks;  // pass-B halves a row
   const int64_t cap = a.rows * per_a;
   constexpr int64_t kNoLimit = INT64_MAX;
+  bool idle = false;  // counted in idle_n
+  uint32_t n_idle = 0;
   auto take = [&](int64_t j, int32_t u, int64_t limit) {
     const int64_t row_end = (j / per_b + 1) * per_b;
     const int64_t end = min(min(j + u, row_end), limit);
@@ -556,25 +561,36 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
     }
     return (int)kClaimB;
   };
-  auto units_for = [](int64_t waiting) { return waiting > Policy::kSplitHalvesBelow ? 2 : 1; };
+  auto units_for = [&](int64_t waiting) {
+    if constexpr (Policy::kSplitHalves == 0) return 2;
+    if constexpr (Policy::kSplitHalves == 2) return 1;
+    return waiting <= (int64_t)n_idle + (idle ? 0 : 1) ? 1 : 2;  // + 1: this CTA, not yet counted
+  };
+  int kind;
   for (;;) {
     const int64_t fa = load_relaxed(a_next);
+    if constexpr (Policy::kSplitHalves == 1) n_idle = load_relaxed(idle_n);  // with fa's: one round trip
     if (pending >= 0 && fa >= (pending / per_b + 1) * per_a) {  // its row's pass-A items are all taken
       const int64_t p = pending;
       pending = -1;
-      return take(p, pending_units, kNoLimit);
+      kind = take(p, pending_units, kNoLimit);
+      break;
     }
     const int64_t sa = fa / per_a;
     if (fa < cap && load_acquire(&a.deferred_rows[sa]) != 0u) {
       item = atomicAdd(a_next, 1u);
       units = 1;
-      return kClaimA;
+      kind = kClaimA;
+      break;
     }
     const int64_t fb = load_relaxed(b_next);
     if (pending < 0 && fb < sa * per_b) {
       const int32_t u = units_for(sa * per_b - fb);
       const int64_t j = atomicAdd(b_next, (uint32_t)u);
-      if (j < (int64_t)(load_relaxed(a_next) / per_a) * per_b) return take(j, u, kNoLimit);
+      if (j < (int64_t)(load_relaxed(a_next) / per_a) * per_b) {
+        kind = take(j, u, kNoLimit);
+        break;
+      }
       pending = j;  // overshot: take its row's remaining pass-A items first
       pending_units = u;
       continue;
@@ -587,23 +603,38 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
       if (pending >= 0) {
         const int64_t p = pending;
         pending = -1;
-        if (p < n) return take(p, pending_units, n);  // else past the last row: nothing to do
+        if (p < n) {  // else past the last row: nothing to do
+          kind = take(p, pending_units, n);
+          break;
+        }
       }
       const int64_t fb2 = load_relaxed(b_next);
       if (fb2 < n) {
         const int32_t u = units_for(n - fb2);
         const int64_t j = atomicAdd(b_next, (uint32_t)u);
-        if (j < n) return take(j, u, n);
+        if (j < n) {
+          kind = take(j, u, n);
+          break;
+        }
       }
-      return kClaimExit;
+      kind = kClaimExit;
+      break;
+    }
+    if (Policy::kSplitHalves == 1 && !idle) {
+      atomicAdd(idle_n, 1u);
+      idle = true;
     }
     __nanosleep(256);
   }
+  if (Policy::kSplitHalves == 1 && idle) atomicSub(idle_n, 1u);
+  return kind;
 }
 
 // Bounded at two CTAs per SM, what its ~128 registers give anyway: left to
 // itself ptxas takes 80 registers and spills ~0.8 KB for its three item
-// bodies (pass A, pass B whole and half).
+// bodies (pass A, pass B whole and half).  Its grid (launch_split_stream)
+// has room for every half only while that stays within what the device
+// holds at once.
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
