@@ -528,14 +528,17 @@ enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
 
 // Thread 0: the next item for this CTA (kind, item, units).  Pass B is
 // counted in half chunks (per_b = 2 x chunks a row): a claim takes one half
-// while the halves waiting to be claimed are no more than the CTAs idle in
-// this loop (split_next[2], this one included), else two (a whole chunk's
-// worth).  So a row whose pass B meets idle CTAs (the last deferred row, a
-// lone row at small B) gets twice the items of half the length, all in one
-// round, while items that queue stay whole and pay their fixed costs (claim,
-// wait, reductions, ticket) once: v49 halved every item and lost 9-13 %
-// where every row defers; v51 halved only while 128 or fewer halves waited
-// and missed the target cell, where more wait while CTAs idle.  Mixed claims
+// while the halves waiting to be claimed are no more than the CTAs free for
+// them, else two (a whole chunk's worth).  Free: the CTAs idle in this loop
+// (split_next[2], this one included) and those running pass-A items
+// (claimed, split_next[0], less finished, split_next[3]), which end before
+// any pass-B item of their row can start (it waits for the row's boundary).
+// So a row whose pass B meets idle CTAs (the last deferred row, a lone row
+// at small B) gets twice the items of half the length, in one round, while
+// items that queue stay whole and pay their fixed costs (claim, wait,
+// reductions, ticket) once: v49 halved every item and lost 9-13 % where
+// every row defers; v51 halved only while 128 or fewer halves waited and
+// missed the target cell, where more wait while CTAs idle.  Mixed claims
 // leave a whole claim at an odd half; one that runs past its row's end is
 // cut there and the rest kept back in `pending` like an overshot claim.
 template <class Policy>
@@ -549,7 +552,7 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
   const int64_t cap = a.rows * per_a;
   constexpr int64_t kNoLimit = INT64_MAX;
   bool idle = false;  // counted in idle_n
-  uint32_t n_idle = 0;
+  uint32_t n_free = 0;  // idle CTAs (this one excluded) and CTAs in pass-A items, at the last look
   auto take = [&](int64_t j, int32_t u, int64_t limit) {
     const int64_t row_end = (j / per_b + 1) * per_b;
     const int64_t end = min(min(j + u, row_end), limit);
@@ -564,12 +567,19 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
   auto units_for = [&](int64_t waiting) {
     if constexpr (Policy::kSplitHalves == 0) return 2;
     if constexpr (Policy::kSplitHalves == 2) return 1;
-    return waiting <= (int64_t)n_idle + (idle ? 0 : 1) ? 1 : 2;  // + 1: this CTA, not yet counted
+    return waiting <= (int64_t)n_free + 1 ? 1 : 2;  // + 1: this CTA
   };
   int kind;
   for (;;) {
     const int64_t fa = load_relaxed(a_next);
-    if constexpr (Policy::kSplitHalves == 1) n_idle = load_relaxed(idle_n);  // with fa's: one round trip
+    if constexpr (Policy::kSplitHalves == 1 || Policy::kSplitHalves == 3) {
+      // Peeks issued with fa's: one round trip a look.
+      const uint32_t n_idle = load_relaxed(idle_n);
+      const uint32_t a_done = Policy::kSplitHalves == 1 ? load_relaxed(&a.split_next[3]) : (uint32_t)fa;
+      // Peeks at different moments: never below zero.
+      n_free = (n_idle > (idle ? 1u : 0u) ? n_idle - (idle ? 1u : 0u) : 0u) +
+               ((uint32_t)fa > a_done ? (uint32_t)fa - a_done : 0u);
+    }
     if (pending >= 0 && fa >= (pending / per_b + 1) * per_a) {  // its row's pass-A items are all taken
       const int64_t p = pending;
       pending = -1;
@@ -620,13 +630,13 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
       kind = kClaimExit;
       break;
     }
-    if (Policy::kSplitHalves == 1 && !idle) {
+    if ((Policy::kSplitHalves == 1 || Policy::kSplitHalves == 3) && !idle) {
       atomicAdd(idle_n, 1u);
       idle = true;
     }
     __nanosleep(256);
   }
-  if (Policy::kSplitHalves == 1 && idle) atomicSub(idle_n, 1u);
+  if ((Policy::kSplitHalves == 1 || Policy::kSplitHalves == 3) && idle) atomicSub(idle_n, 1u);
   return kind;
 }
 
@@ -648,12 +658,15 @@ __global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PI
   const int64_t per_b = 2 * (int64_t)a.chunks;  // pass-B halves a row
   int64_t pending = -1;                          // thread 0's
   int32_t pending_units = 0;
+  bool after_a = false;  // thread 0's: the last claim was a pass-A item (run or dropped)
   for (;;) {
     __syncthreads();  // everyone has read the previous claim
     if (threadIdx.x == 0) {
+      if (Policy::kSplitHalves == 1 && after_a) atomicAdd(&a.split_next[3], 1u);  // pass-A items finished
       int64_t item = -1;
       int32_t units = 0;
       const int kind = split_stream_claim<Policy>(a, pending, pending_units, item, units);
+      after_a = kind == kClaimA;
       claim_kind = kind;
       claim_item = item;
       claim_units = units;
