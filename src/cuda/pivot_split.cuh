@@ -19,8 +19,8 @@
 // sm_90's programmatic dependent launch): it runs beside the pivot kernel's
 // last wave and takes each row as the merge publishes it; there pass B is
 // counted in half chunks, and an item is half a chunk when no more are
-// waiting than CTAs idle (split_stream_claim), so the last deferred row's
-// pass B, on an otherwise idle GPU, ends about twice as soon.
+// waiting than CTAs free for them (split_stream_claim), so the last deferred
+// row's pass B, on an otherwise idle GPU, ends about twice as soon.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
@@ -529,30 +529,31 @@ enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
 // Thread 0: the next item for this CTA (kind, item, units).  Pass B is
 // counted in half chunks (per_b = 2 x chunks a row): a claim takes one half
 // while the halves waiting to be claimed are no more than the CTAs free for
-// them, else two (a whole chunk's worth).  Free: the CTAs idle in this loop
-// (split_next[2], this one included) and those running pass-A items
-// (claimed, split_next[0], less finished, split_next[3]), which end before
-// any pass-B item of their row can start (it waits for the row's boundary).
-// So a row whose pass B meets idle CTAs (the last deferred row, a lone row
-// at small B) gets twice the items of half the length, in one round, while
-// items that queue stay whole and pay their fixed costs (claim, wait,
-// reductions, ticket) once: v49 halved every item and lost 9-13 % where
-// every row defers; v51 halved only while 128 or fewer halves waited and
-// missed the target cell, where more wait while CTAs idle.  Mixed claims
-// leave a whole claim at an odd half; one that runs past its row's end is
-// cut there and the rest kept back in `pending` like an overshot claim.
+// them, else two (a whole chunk's worth).  Free: the launch's running CTAs
+// (split_next[2], counted in at entry and out at exit) less those holding a
+// pass-B item (split_next[3]); a CTA in a pass-A item counts as free, since
+// a pass-B item of its row cannot start before it ends (it waits for the
+// row's boundary).  So a row whose pass B meets idle CTAs (the last deferred
+// row, a lone row at small B) gets twice the items of half the length, in
+// one round, while items that queue stay whole and pay their fixed costs
+// (claim, wait, reductions, ticket) once.  v49 halved every item and lost
+// 9-13 % where every row defers; v51 halved while at most 128 waited and
+// v52 / v53 matched them to CTAs idle in this loop (plus, v53, those in
+// pass A): all three kept the rows they aimed at whole, because the CTAs
+// that claim a row's pass B arrive together and none has yet idled.  Mixed
+// claims leave a whole claim at an odd half; one that runs past its row's
+// end is cut there and the rest kept back in `pending` like an overshot
+// claim.
 template <class Policy>
-__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& pending, int32_t& pending_units,
-                                                  int64_t& item, int32_t& units) {
+__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, bool in_b, int64_t& pending,
+                                                  int32_t& pending_units, int64_t& item, int32_t& units) {
   uint32_t* const a_next = &a.split_next[0];
   uint32_t* const b_next = &a.split_next[1];
-  uint32_t* const idle_n = &a.split_next[2];
   const int64_t per_a = a.chunks;      // pass-A items a row
   const int64_t per_b = 2 * a.chunks;  // pass-B halves a row
   const int64_t cap = a.rows * per_a;
   constexpr int64_t kNoLimit = INT64_MAX;
-  bool idle = false;  // counted in idle_n
-  uint32_t n_free = 0;  // idle CTAs (this one excluded) and CTAs in pass-A items, at the last look
+  uint32_t n_free = 0;  // at the last look
   auto take = [&](int64_t j, int32_t u, int64_t limit) {
     const int64_t row_end = (j / per_b + 1) * per_b;
     const int64_t end = min(min(j + u, row_end), limit);
@@ -572,13 +573,12 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
   int kind;
   for (;;) {
     const int64_t fa = load_relaxed(a_next);
-    if constexpr (Policy::kSplitHalves == 1 || Policy::kSplitHalves == 3) {
-      // Peeks issued with fa's: one round trip a look.
-      const uint32_t n_idle = load_relaxed(idle_n);
-      const uint32_t a_done = Policy::kSplitHalves == 1 ? load_relaxed(&a.split_next[3]) : (uint32_t)fa;
-      // Peeks at different moments: never below zero.
-      n_free = (n_idle > (idle ? 1u : 0u) ? n_idle - (idle ? 1u : 0u) : 0u) +
-               ((uint32_t)fa > a_done ? (uint32_t)fa - a_done : 0u);
+    if constexpr (Policy::kSplitHalves == 1) {
+      // Peeks issued with fa's: one round trip a look.  At different
+      // moments, so never below zero.
+      const uint32_t running = load_relaxed(&a.split_next[2]);
+      const uint32_t busy = load_relaxed(&a.split_next[3]) + (in_b ? 0u : 1u);  // this CTA counted busy
+      n_free = running > busy ? running - busy : 0u;
     }
     if (pending >= 0 && fa >= (pending / per_b + 1) * per_a) {  // its row's pass-A items are all taken
       const int64_t p = pending;
@@ -630,13 +630,8 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& p
       kind = kClaimExit;
       break;
     }
-    if ((Policy::kSplitHalves == 1 || Policy::kSplitHalves == 3) && !idle) {
-      atomicAdd(idle_n, 1u);
-      idle = true;
-    }
     __nanosleep(256);
   }
-  if ((Policy::kSplitHalves == 1 || Policy::kSplitHalves == 3) && idle) atomicSub(idle_n, 1u);
   return kind;
 }
 
@@ -658,15 +653,21 @@ __global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PI
   const int64_t per_b = 2 * (int64_t)a.chunks;  // pass-B halves a row
   int64_t pending = -1;                          // thread 0's
   int32_t pending_units = 0;
-  bool after_a = false;  // thread 0's: the last claim was a pass-A item (run or dropped)
+  bool in_b = false;  // thread 0's: counted in split_next[3]
+  if (Policy::kSplitHalves == 1 && threadIdx.x == 0) atomicAdd(&a.split_next[2], 1u);  // running
   for (;;) {
     __syncthreads();  // everyone has read the previous claim
     if (threadIdx.x == 0) {
-      if (Policy::kSplitHalves == 1 && after_a) atomicAdd(&a.split_next[3], 1u);  // pass-A items finished
       int64_t item = -1;
       int32_t units = 0;
-      const int kind = split_stream_claim<Policy>(a, pending, pending_units, item, units);
-      after_a = kind == kClaimA;
+      const int kind = split_stream_claim<Policy>(a, in_b, pending, pending_units, item, units);
+      if constexpr (Policy::kSplitHalves == 1) {
+        // Held pass-B items: changed only when this CTA moves in or out of one.
+        const bool b = kind == kClaimB;
+        if (b != in_b) atomicAdd(&a.split_next[3], b ? 1u : 0xffffffffu);
+        in_b = b;
+        if (kind == kClaimExit) atomicSub(&a.split_next[2], 1u);
+      }
       claim_kind = kind;
       claim_item = item;
       claim_units = units;
