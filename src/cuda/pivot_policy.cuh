@@ -170,10 +170,10 @@
 #define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
 #endif
 // The streaming split launch counts pass B in half chunks: 1 (default) a
-// claim takes one half (8 logits a thread) while no more halves wait than
-// CTAs are free for them (running, not holding a pass-B item), else two (a
-// whole chunk's worth); 0 whole items only (main's form before v51); 2
-// halves only (v49's streaming form).  A deferred row's
+// claim takes one half (8 logits a thread) while the halves of every row
+// deferred so far fit the CTAs that run at once (the grid, at most two a
+// SM), else two (a whole chunk's worth); 0 whole items only (main's form
+// before v51); 2 halves only (v49's streaming form).  A deferred row's
 // pass B on idle CTAs, latency-bound at one CTA per SM, then ends about
 // twice as soon, while items that queue stay whole.
 #ifndef TOKENSIFT_PIVOT_SPLIT_HALVES

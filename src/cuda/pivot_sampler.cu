@@ -46,9 +46,8 @@ struct PivotLayout {
     const int64_t chunks = pivot_chunks(vocab);
     tickets = 0;
     deferred_count = sizeof(uint32_t) * rows;  // right after the tickets, then the two item
-    split_next = deferred_count + sizeof(uint32_t);  // counters, the streaming launch's running and
-    rows_done = split_next + 4 * sizeof(uint32_t);   // pass-B-holding CTAs, the merged-row count and
-                                                     // the deferred list: one memset clears them all
+    split_next = deferred_count + sizeof(uint32_t);  // counters, the merged-row count and the
+    rows_done = split_next + 2 * sizeof(uint32_t);   // deferred list: one memset clears them all
     deferred_rows = rows_done + sizeof(uint32_t);
     cleared = deferred_rows + sizeof(uint32_t) * rows;
     split = align_up(cleared);

@@ -528,24 +528,22 @@ enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
 
 // Thread 0: the next item for this CTA (kind, item, units).  Pass B is
 // counted in half chunks (per_b = 2 x chunks a row): a claim takes one half
-// while the halves waiting to be claimed are no more than the CTAs free for
-// them, else two (a whole chunk's worth).  Free: the launch's running CTAs
-// (split_next[2], counted in at entry and out at exit) less those holding a
-// pass-B item (split_next[3]); a CTA in a pass-A item counts as free, since
-// a pass-B item of its row cannot start before it ends (it waits for the
-// row's boundary).  So a row whose pass B meets idle CTAs (the last deferred
-// row, a lone row at small B) gets twice the items of half the length, in
-// one round, while items that queue stay whole and pay their fixed costs
-// (claim, wait, reductions, ticket) once.  v49 halved every item and lost
-// 9-13 % where every row defers; v51 halved while at most 128 waited and
-// v52 / v53 matched them to CTAs idle in this loop (plus, v53, those in
-// pass A): all three kept the rows they aimed at whole, because the CTAs
-// that claim a row's pass B arrive together and none has yet idled.  Mixed
-// claims leave a whole claim at an odd half; one that runs past its row's
-// end is cut there and the rest kept back in `pending` like an overshot
-// claim.
+// while every half of the rows deferred so far has a CTA of its own (their
+// count at most min(the grid, two CTAs a SM)), else two (a whole chunk's
+// worth).  So a lone deferred row at small B (one row of V = 129,280 is 64
+// halves) or every row of a small all-deferring batch gets twice the items
+// of half the length, in one round, while where items queue (a batch whose
+// deferred rows outnumber the CTAs) they stay whole and pay their fixed
+// costs (claim, wait, reductions, ticket) once.  v49 halved every item and
+// lost 9-13 % where every row defers; v51 (at most 128 halves waiting), v53
+// (halves waiting against CTAs idle or in pass A) and v54 (against CTAs
+// running less those in pass B) kept the rows they aimed at whole: the
+// claims of a row's pass B race its CTAs' counters, and an exact match has
+// no slack.  The row count has none of that: it only grows.  Mixed claims
+// leave a whole claim at an odd half; one that runs past its row's end is
+// cut there and the rest kept back in `pending` like an overshot claim.
 template <class Policy>
-__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, bool in_b, int64_t& pending,
+__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t room, int64_t& pending,
                                                   int32_t& pending_units, int64_t& item, int32_t& units) {
   uint32_t* const a_next = &a.split_next[0];
   uint32_t* const b_next = &a.split_next[1];
@@ -553,7 +551,7 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, bool in_b,
   const int64_t per_b = 2 * a.chunks;  // pass-B halves a row
   const int64_t cap = a.rows * per_a;
   constexpr int64_t kNoLimit = INT64_MAX;
-  uint32_t n_free = 0;  // at the last look
+  int64_t deferred = 0;  // rows deferred so far, at the last look
   auto take = [&](int64_t j, int32_t u, int64_t limit) {
     const int64_t row_end = (j / per_b + 1) * per_b;
     const int64_t end = min(min(j + u, row_end), limit);
@@ -565,21 +563,15 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, bool in_b,
     }
     return (int)kClaimB;
   };
-  auto units_for = [&](int64_t waiting) {
+  auto units_for = [&] {
     if constexpr (Policy::kSplitHalves == 0) return 2;
     if constexpr (Policy::kSplitHalves == 2) return 1;
-    return waiting <= (int64_t)n_free + 1 ? 1 : 2;  // + 1: this CTA
+    return deferred * per_b <= room ? 1 : 2;
   };
   int kind;
   for (;;) {
     const int64_t fa = load_relaxed(a_next);
-    if constexpr (Policy::kSplitHalves == 1) {
-      // Peeks issued with fa's: one round trip a look.  At different
-      // moments, so never below zero.
-      const uint32_t running = load_relaxed(&a.split_next[2]);
-      const uint32_t busy = load_relaxed(&a.split_next[3]) + (in_b ? 0u : 1u);  // this CTA counted busy
-      n_free = running > busy ? running - busy : 0u;
-    }
+    if constexpr (Policy::kSplitHalves == 1) deferred = load_relaxed(a.deferred_count);  // with fa's
     if (pending >= 0 && fa >= (pending / per_b + 1) * per_a) {  // its row's pass-A items are all taken
       const int64_t p = pending;
       pending = -1;
@@ -595,7 +587,7 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, bool in_b,
     }
     const int64_t fb = load_relaxed(b_next);
     if (pending < 0 && fb < sa * per_b) {
-      const int32_t u = units_for(sa * per_b - fb);
+      const int32_t u = units_for();
       const int64_t j = atomicAdd(b_next, (uint32_t)u);
       if (j < (int64_t)(load_relaxed(a_next) / per_a) * per_b) {
         kind = take(j, u, kNoLimit);
@@ -620,7 +612,7 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, bool in_b,
       }
       const int64_t fb2 = load_relaxed(b_next);
       if (fb2 < n) {
-        const int32_t u = units_for(n - fb2);
+        const int32_t u = units_for();
         const int64_t j = atomicAdd(b_next, (uint32_t)u);
         if (j < n) {
           kind = take(j, u, n);
@@ -653,21 +645,19 @@ __global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PI
   const int64_t per_b = 2 * (int64_t)a.chunks;  // pass-B halves a row
   int64_t pending = -1;                          // thread 0's
   int32_t pending_units = 0;
-  bool in_b = false;  // thread 0's: counted in split_next[3]
-  if (Policy::kSplitHalves == 1 && threadIdx.x == 0) atomicAdd(&a.split_next[2], 1u);  // running
+  // CTAs that can run at once for the halves: the grid, at most two a SM.
+  int64_t room = gridDim.x;
+  if (Policy::kSplitHalves == 1 && threadIdx.x == 0) {
+    uint32_t sms;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+    room = min(room, 2 * (int64_t)sms);
+  }
   for (;;) {
     __syncthreads();  // everyone has read the previous claim
     if (threadIdx.x == 0) {
       int64_t item = -1;
       int32_t units = 0;
-      const int kind = split_stream_claim<Policy>(a, in_b, pending, pending_units, item, units);
-      if constexpr (Policy::kSplitHalves == 1) {
-        // Held pass-B items: changed only when this CTA moves in or out of one.
-        const bool b = kind == kClaimB;
-        if (b != in_b) atomicAdd(&a.split_next[3], b ? 1u : 0xffffffffu);
-        in_b = b;
-        if (kind == kClaimExit) atomicSub(&a.split_next[2], 1u);
-      }
+      const int kind = split_stream_claim<Policy>(a, room, pending, pending_units, item, units);
       claim_kind = kind;
       claim_item = item;
       claim_units = units;

@@ -67,7 +67,7 @@ struct PivotArgs {
   ChunkSummary* summaries;   // [rows * chunks]
   uint64_t* candidates;      // [rows * chunks * kCap]
   uint32_t* deferred_count;  // rows deferred to the split fallback (zero between calls)
-  uint32_t* split_next;      // [4]: next item of each split pass, CTAs running, CTAs in pass B (zero between calls)
+  uint32_t* split_next;      // [2]: next (row, chunk) item of each split launch (zero between calls)
   uint32_t* rows_done;       // rows the pivot kernel has merged, deferred or not (zero between calls)
   uint32_t* deferred_rows;   // [rows]: 1 + their ids in the order they were deferred, 0 until
                              // published (zero between calls; the streaming split waits on them)
