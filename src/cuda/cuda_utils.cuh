@@ -29,6 +29,14 @@ __device__ __forceinline__ uint32_t ticket_arrive(uint32_t* ticket) {
   return old;
 }
 
+// The same arrival counting `n` at once (an item that covers n units of a
+// row's ticket).
+__device__ __forceinline__ uint32_t ticket_arrive_n(uint32_t* ticket, uint32_t n) {
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(ticket), "r"(n) : "memory");
+  return old;
+}
+
 // A flag another CTA of the same launch waits for: the release orders this
 // thread's earlier global writes before it; the acquire orders the reader's
 // later loads after it (its other threads after the next __syncthreads).

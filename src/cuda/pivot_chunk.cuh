@@ -146,15 +146,17 @@ __device__ __forceinline__ int emit_cap(const RowConfig& cfg) {
   return cfg.k_active ? Policy::kCap : Policy::kTopPEmitMax;
 }
 
-// Loads this thread's kItems logits (-inf past the end of the row).  Item j = i * kVec + v sits at
+// Loads this thread's kN logits of the span [begin, begin + kN * kThreads)
+// (-inf past the end of the row).  Item j = i * kVec + v sits at
 // begin + (i * kThreads + tid) * kVec + v: 16-byte vectors, coalesced.
-template <class T, class Policy>
-__device__ __forceinline__ void load_chunk(const T* row, int32_t vocab, int32_t begin,
-                                           float (&x)[Policy::kItems], bool (&valid)[Policy::kItems]) {
+template <class T, class Policy, int kN>
+__device__ __forceinline__ void load_items(const T* row, int32_t vocab, int32_t begin, float (&x)[kN],
+                                           bool (&valid)[kN]) {
   constexpr int kVec = 16 / sizeof(T);
-  constexpr int kVectors = Policy::kItems / kVec;
+  static_assert(kN % kVec == 0, "whole 16-byte vectors");
+  constexpr int kVectors = kN / kVec;
   const T* base = row + begin;
-  const bool full = begin + Policy::kChunk <= vocab &&
+  const bool full = begin + kN * Policy::kThreads <= vocab &&
                     (reinterpret_cast<uintptr_t>(base) & 15u) == 0;
   if (full) {
     uint4 raw[kVectors];
@@ -182,6 +184,14 @@ __device__ __forceinline__ void load_chunk(const T* row, int32_t vocab, int32_t 
       }
     }
   }
+}
+
+// A whole chunk: kItems logits a thread.
+template <class T, class Policy>
+__device__ __forceinline__ void load_chunk(const T* row, int32_t vocab, int32_t begin,
+                                           float (&x)[Policy::kItems], bool (&valid)[Policy::kItems]) {
+  static_assert(Policy::kItems * Policy::kThreads == Policy::kChunk, "a chunk is kItems a thread");
+  load_items<T, Policy, Policy::kItems>(row, vocab, begin, x, valid);
 }
 
 template <class T, class Policy>

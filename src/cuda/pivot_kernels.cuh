@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
 // Grid of the split fallback's launches: never larger than the call has
 // chunks, so a small batch gets a small grid (1,024 CTAs that find no item
 // still cost a launch's worth of scheduling and one contended atomic each).
-inline dim3 split_grid(const PivotArgs& a) {
-  const int64_t items = a.rows * a.chunks;
+inline dim3 split_grid(const PivotArgs& a, int parts = 1) {
+  const int64_t items = a.rows * a.chunks * parts;  // pass B's items, the most of either pass
   return dim3((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
 }
 
@@ -131,7 +131,10 @@ cudaError_t launch_maybe_dependent(Kernel kernel, dim3 grid, bool dependent, con
 // the same kernel, which then finds every row deferred.
 template <class T>
 cudaError_t launch_split_stream(const PivotArgs& a, cudaStream_t stream) {
-  return launch_maybe_dependent(split_stream_kernel<T, PivotPolicy>, split_grid(a), true, a, stream);
+  // Pass B in halves: a CTA for each while that many fit at once.
+  const dim3 halves = split_grid(a, 2);
+  const bool room = PivotPolicy::kSplitHalves != 0 && halves.x <= (unsigned)PivotPolicy::kSplitStreamHalfGrid;
+  return launch_maybe_dependent(split_stream_kernel<T, PivotPolicy>, room ? halves : split_grid(a), true, a, stream);
 }
 
 // The split fallback's launch (two above PivotPolicy::kSplitFusedMaxItems

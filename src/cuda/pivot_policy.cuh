@@ -169,6 +169,24 @@
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
 #define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
 #endif
+// The streaming split launch counts pass B in half chunks: 1 (default) a
+// claim takes one half (8 logits a thread) while the halves of every row
+// deferred so far fit the CTAs that run at once (the grid, at most two a
+// SM), else two (a whole chunk's worth); 0 whole items only (main's form
+// before v51); 2 halves only (v49's streaming form).  A deferred row's
+// pass B on idle CTAs, latency-bound at one CTA per SM, then ends about
+// twice as soon, while items that queue stay whole.
+#ifndef TOKENSIFT_PIVOT_SPLIT_HALVES
+#define TOKENSIFT_PIVOT_SPLIT_HALVES 1
+#endif
+// The streaming launch's grid has a CTA for every half (twice the chunks)
+// only up to this many CTAs (H200: 132 SMs hold 264 at two a SM), else one
+// for every chunk as the other split launches: CTAs beyond what the device
+// holds start only as others leave, each paying a claim at the launch's
+// end (v49 and v51 at B = 16, grid 512 -> 1,024: +5..+12 %).
+#ifndef TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID
+#define TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID 256
+#endif
 // The same for the fused and streaming launches (both passes in one
 // launch); 0 leaves their registers to ptxas (126-128, two CTAs per SM).
 #ifndef TOKENSIFT_PIVOT_SPLIT_FUSED_MIN_BLOCKS
@@ -292,6 +310,8 @@ struct PivotPolicy {
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
+  static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;
+  static constexpr int kSplitStreamHalfGrid = TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID;
   // Early deferral (v46): each chunk of a top-p-only row reports its
   // candidates' mass (ChunkSummary::emit_mass); when their sum is
   // below p W (1 - kEarlyDeferMargin) no decision from the list can keep the

@@ -17,7 +17,10 @@
 // pass A: the items it waits for were claimed before it, by running CTAs.
 // Behind the chunked kernel the one launch streams (split_stream_kernel,
 // sm_90's programmatic dependent launch): it runs beside the pivot kernel's
-// last wave and takes each row as the merge publishes it.
+// last wave and takes each row as the merge publishes it; there pass B is
+// counted in half chunks, and an item is half a chunk when no more are
+// waiting than CTAs free for them (split_stream_claim), so the last deferred
+// row's pass B, on an otherwise idle GPU, ends about twice as soon.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
@@ -175,6 +178,16 @@ __device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
   return flag;
 }
 
+// The same for items that each cover `units` of the row's `total` (the
+// streaming launch's pass B counts half chunks).
+template <class Policy>
+__device__ bool split_last_n(uint32_t* ticket, int32_t units, int32_t total, int& flag) {
+  __syncthreads();
+  if (threadIdx.x == 0) flag = ticket_arrive_n(ticket, (uint32_t)units) + (uint32_t)units == (uint32_t)total;
+  __syncthreads();
+  return flag;
+}
+
 // Pass A on one item: the chunk's histogram into the row's; the row's last
 // item finds the boundary bin and publishes it (SplitRow::ready).
 template <class T, class Policy>
@@ -240,16 +253,15 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
 // covers the fast log), and a group whose best z plus the largest possible
 // boost stays below it skips its Philox call.  Only tokens that cannot win
 // are skipped, so `best` has the bits of the per-token loop.
-template <class T, class Policy, class Append>
-__device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& fb, const float (&x)[Policy::kItems],
-                                                  const bool (&valid)[Policy::kItems],
-                                                  const SplitItem<T, Policy>& it, int bin, Append&& append,
-                                                  uint64_t& n_above, uint64_t& best) {
-  static_assert(Policy::kItems % 4 == 0 && (16 / sizeof(T)) % 4 == 0, "groups of four on consecutive indices");
+template <class T, class Policy, int kN, class Append>
+__device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
+                                                  const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
+                                                  Append&& append, uint64_t& n_above, uint64_t& best) {
+  static_assert(kN % 4 == 0 && (16 / sizeof(T)) % 4 == 0, "groups of four on consecutive indices");
   constexpr float kInf = __builtin_huge_valf();
   float best_score = -kInf;
 #pragma unroll
-  for (int g = 0; g < Policy::kItems / 4; ++g) {
+  for (int g = 0; g < kN / 4; ++g) {
     const uint32_t idx0 = (uint32_t)item_index<Policy, T>(it.begin, 4 * g);
     float z[4];
     float zm = -kInf;
@@ -288,19 +300,25 @@ __device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& 
   }
 }
 
-// Pass B on one item: the chunk's tokens of the boundary bin into the row's
+// Pass B on one item: the span's tokens of the boundary bin into the row's
 // list, its tokens above the bin counted and raced; the row's last item
-// resolves the list and writes the result.  In the fused launch an item may
-// start before its row's pass A has ended: thread 0 waits for the row's
-// boundary first (SplitRow::ready; the pass-A items it waits for were all
-// claimed before this one, by CTAs that are running, so the wait ends).
-template <class T, class Policy>
+// resolves the list and writes the result.  The span is kN logits a thread
+// from `begin` (a whole chunk's kItems, or half of it in the streaming
+// launch), `units` of the row's `total` on its ticket.  In the fused launch
+// an item may start before its row's pass A has ended: thread 0 waits for
+// the row's boundary first (SplitRow::ready; the pass-A items it waits for
+// were all claimed before this one, by CTAs that are running, so the wait
+// ends).
+template <class T, class Policy, int kN>
 __device__ __forceinline__ void split_pass_b_item(
-    const PivotArgs& a, int64_t row_id, int32_t chunk, int64_t item, FallbackSmem<Policy>& sm,
-    typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce, int& last_flag, bool wait) {
+    const PivotArgs& a, int64_t row_id, int32_t begin, int32_t units, int32_t total, int64_t item,
+    FallbackSmem<Policy>& sm, typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce,
+    int& last_flag, bool wait) {
+  static_assert(kN == Policy::kItems || 2 * kN == Policy::kItems, "a chunk or half of one");
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   const float kNan = __int_as_float(0x7fffffff);
-  const SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, chunk);
+  SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, 0);
+  it.begin = begin;
   TS_SPLIT_ROW_FIRST(it.row_id, 4);
   TS_SPLIT_ITEM(1, item, 0, it.row_id);
   SplitRow& s = a.split[it.row_id];
@@ -310,10 +328,10 @@ __device__ __forceinline__ void split_pass_b_item(
   // gather launch, whose items do not wait, loads it after reading the bin,
   // as before (the order v48b measured at three CTAs per SM).  An item
   // whose row lists nothing drops them.
-  float x[Policy::kItems];
-  bool valid[Policy::kItems];
+  float x[kN];
+  bool valid[kN];
   if (wait) {
-    load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+    load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
     if (threadIdx.x == 0)
       while (load_acquire(&s.ready) == 0u) __nanosleep(128);
     __syncthreads();
@@ -324,16 +342,16 @@ __device__ __forceinline__ void split_pass_b_item(
   uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
   const int bin = load_cg(&s.bin);  // from L2: pass A's last item may have run in this launch
   if (bin >= 0) {
-    if (!wait) load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
+    if (!wait) load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
     uint64_t best = 0, n_above = 0;
     if constexpr (Policy::kSplitRaceGroups) {
-      split_race_groups<T, Policy>(fb, x, valid, it, bin, [&](uint64_t p) {
+      split_race_groups<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
         const int at = atomicAdd(&s.nlist, 1);
         if (at < Policy::kFbListCap) list[at] = p;
       }, n_above, best);
     } else {
 #pragma unroll
-      for (int j = 0; j < Policy::kItems; ++j) {
+      for (int j = 0; j < kN; ++j) {
         if (!valid[j]) continue;
         const float z = fb.z_of(x[j]);
         if (!fb.eligible(z)) continue;
@@ -360,7 +378,7 @@ __device__ __forceinline__ void split_pass_b_item(
     }
     TS_SPLIT_ITEM(1, item, 3, it.row_id);
   }
-  const bool last_b = split_last<Policy>(&s.ticket_b, a.chunks, last_flag);
+  const bool last_b = split_last_n<Policy>(&s.ticket_b, units, total, last_flag);
   TS_SPLIT_ITEM(1, item, 4, it.row_id);
   if (last_b) {
     TS_SPLIT_ROW(it.row_id, 5);
@@ -433,8 +451,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlock
   const int64_t items = (int64_t)*a.deferred_count * a.chunks;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
        item = next_item(&a.split_next[1], item_slot))
-    split_pass_b_item<T, Policy>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm, reduce,
-                                 last_flag, false);
+    split_pass_b_item<T, Policy, Policy::kItems>(a, deferred_row(a, item / a.chunks),
+                                                 (int32_t)(item % a.chunks) * Policy::kChunk, 1, a.chunks, item, sm,
+                                                 reduce, last_flag, false);
   TS_SPLIT_EXIT(2);
 }
 
@@ -456,7 +475,9 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_fused_kernel(TS_PIVOT_KERNEL_ARGS a)
     const int64_t row_id = deferred_row(a, b / a.chunks);
     const int32_t chunk = (int32_t)(b % a.chunks);
     if (item < items) split_pass_a_item<T, Policy>(a, row_id, chunk, b, sm, last_flag);
-    else split_pass_b_item<T, Policy>(a, row_id, chunk, b, sm, reduce, last_flag, true);
+    else
+      split_pass_b_item<T, Policy, Policy::kItems>(a, row_id, chunk * Policy::kChunk, 1, a.chunks, b, sm, reduce,
+                                                   last_flag, true);
   }
   TS_SPLIT_EXIT(1);
 }
@@ -505,77 +526,142 @@ __device__ __forceinline__ int64_t wait_deferred(const PivotArgs& a, int64_t slo
 // it finds every row deferred and runs as split_fused_kernel does.
 enum SplitClaim : int { kClaimExit = 0, kClaimA = 1, kClaimB = 2 };
 
-// Thread 0: the next item for this CTA (kind, item); `pending` carries a
-// pass-B item kept back across calls.
-__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t& pending, int64_t& item) {
+// Thread 0: the next item for this CTA (kind, item, units).  Pass B is
+// counted in half chunks (per_b = 2 x chunks a row): a claim takes one half
+// while every half of the rows deferred so far has a CTA of its own (their
+// count at most min(the grid, two CTAs a SM)), else two (a whole chunk's
+// worth).  So a lone deferred row at small B (one row of V = 129,280 is 64
+// halves) or every row of a small all-deferring batch gets twice the items
+// of half the length, in one round, while where items queue (a batch whose
+// deferred rows outnumber the CTAs) they stay whole and pay their fixed
+// costs (claim, wait, reductions, ticket) once.  v49 halved every item and
+// lost 9-13 % where every row defers; v51 (at most 128 halves waiting), v53
+// (halves waiting against CTAs idle or in pass A) and v54 (against CTAs
+// running less those in pass B) kept the rows they aimed at whole: the
+// claims of a row's pass B race its CTAs' counters, and an exact match has
+// no slack.  The row count has none of that: it only grows.  Mixed claims
+// leave a whole claim at an odd half; one that runs past its row's end is
+// cut there and the rest kept back in `pending` like an overshot claim.
+template <class Policy>
+__device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t room, int64_t& pending,
+                                                  int32_t& pending_units, int64_t& item, int32_t& units) {
   uint32_t* const a_next = &a.split_next[0];
   uint32_t* const b_next = &a.split_next[1];
-  const int64_t per = a.chunks;
-  const int64_t cap = a.rows * per;
+  const int64_t per_a = a.chunks;      // pass-A items a row
+  const int64_t per_b = 2 * a.chunks;  // pass-B halves a row
+  const int64_t cap = a.rows * per_a;
+  constexpr int64_t kNoLimit = INT64_MAX;
+  int64_t deferred = 0;  // rows deferred so far, at the last look
+  auto take = [&](int64_t j, int32_t u, int64_t limit) {
+    const int64_t row_end = (j / per_b + 1) * per_b;
+    const int64_t end = min(min(j + u, row_end), limit);
+    item = j;
+    units = (int32_t)(end - j);
+    if (j + u > end && end < limit) {  // the rest lies in the next row
+      pending = end;
+      pending_units = (int32_t)(j + u - end);
+    }
+    return (int)kClaimB;
+  };
+  auto units_for = [&] {
+    if constexpr (Policy::kSplitHalves == 0) return 2;
+    if constexpr (Policy::kSplitHalves == 2) return 1;
+    return deferred * per_b <= room ? 1 : 2;
+  };
+  int kind;
   for (;;) {
     const int64_t fa = load_relaxed(a_next);
-    if (pending >= 0 && fa >= (pending / per + 1) * per) {  // its row's pass-A items are all taken
-      item = pending;
+    if constexpr (Policy::kSplitHalves == 1) deferred = load_relaxed(a.deferred_count);  // with fa's
+    if (pending >= 0 && fa >= (pending / per_b + 1) * per_a) {  // its row's pass-A items are all taken
+      const int64_t p = pending;
       pending = -1;
-      return kClaimB;
+      kind = take(p, pending_units, kNoLimit);
+      break;
     }
-    const int64_t sa = fa / per;
+    const int64_t sa = fa / per_a;
     if (fa < cap && load_acquire(&a.deferred_rows[sa]) != 0u) {
       item = atomicAdd(a_next, 1u);
-      return kClaimA;
+      units = 1;
+      kind = kClaimA;
+      break;
     }
-    if (pending < 0 && (int64_t)load_relaxed(b_next) < sa * per) {
-      const int64_t j = atomicAdd(b_next, 1u);
-      if (j < (int64_t)(load_relaxed(a_next) / per) * per) {
-        item = j;
-        return kClaimB;
+    const int64_t fb = load_relaxed(b_next);
+    if (pending < 0 && fb < sa * per_b) {
+      const int32_t u = units_for();
+      const int64_t j = atomicAdd(b_next, (uint32_t)u);
+      if (j < (int64_t)(load_relaxed(a_next) / per_a) * per_b) {
+        kind = take(j, u, kNoLimit);
+        break;
       }
       pending = j;  // overshot: take its row's remaining pass-A items first
+      pending_units = u;
       continue;
     }
     if (load_acquire(a.rows_done) == (uint32_t)a.rows) {
       // Every row is merged, so every deferral is published and final.
-      const int64_t n = (int64_t)load_relaxed(a.deferred_count) * per;
-      if (fa < n) continue;  // pass-A items left: taken above
+      const int64_t rows = (int64_t)load_relaxed(a.deferred_count);
+      if (fa < rows * per_a) continue;  // pass-A items left: taken above
+      const int64_t n = rows * per_b;
       if (pending >= 0) {
-        if (pending < n) {
-          item = pending;
-          pending = -1;
-          return kClaimB;
+        const int64_t p = pending;
+        pending = -1;
+        if (p < n) {  // else past the last row: nothing to do
+          kind = take(p, pending_units, n);
+          break;
         }
-        pending = -1;  // past the last row: nothing to do
       }
-      if ((int64_t)load_relaxed(b_next) < n) {
-        const int64_t j = atomicAdd(b_next, 1u);
+      const int64_t fb2 = load_relaxed(b_next);
+      if (fb2 < n) {
+        const int32_t u = units_for();
+        const int64_t j = atomicAdd(b_next, (uint32_t)u);
         if (j < n) {
-          item = j;
-          return kClaimB;
+          kind = take(j, u, n);
+          break;
         }
       }
-      return kClaimExit;
+      kind = kClaimExit;
+      break;
     }
     __nanosleep(256);
   }
+  return kind;
 }
 
+// Bounded at two CTAs per SM, what its ~128 registers give anyway: left to
+// itself ptxas takes 80 registers and spills ~0.8 KB for its three item
+// bodies (pass A, pass B whole and half).  Its grid (launch_split_stream)
+// has room for every half only while that stays within what the device
+// holds at once.
 template <class T, class Policy>
-__global__ void TS_SPLIT_FUSED_BOUNDS split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
+__global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage reduce;
   __shared__ int last_flag;
   __shared__ int claim_kind;
+  __shared__ int claim_units;
   __shared__ int64_t claim_item;
   __shared__ int64_t claim_row;
   TS_SPLIT_ENTRY(1);
-  int64_t pending = -1;  // thread 0's
+  const int64_t per_b = 2 * (int64_t)a.chunks;  // pass-B halves a row
+  int64_t pending = -1;                          // thread 0's
+  int32_t pending_units = 0;
+  // CTAs that can run at once for the halves: the grid, at most two a SM.
+  int64_t room = gridDim.x;
+  if (Policy::kSplitHalves == 1 && threadIdx.x == 0) {
+    uint32_t sms;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+    room = min(room, 2 * (int64_t)sms);
+  }
   for (;;) {
     __syncthreads();  // everyone has read the previous claim
     if (threadIdx.x == 0) {
       int64_t item = -1;
-      const int kind = split_stream_claim(a, pending, item);
+      int32_t units = 0;
+      const int kind = split_stream_claim<Policy>(a, room, pending, pending_units, item, units);
       claim_kind = kind;
       claim_item = item;
-      claim_row = kind == kClaimExit ? -1 : wait_deferred(a, item / a.chunks);
+      claim_units = units;
+      claim_row = kind == kClaimExit ? -1 : wait_deferred(a, item / (kind == kClaimA ? (int64_t)a.chunks : per_b));
     }
     __syncthreads();
     const int kind = claim_kind;
@@ -583,9 +669,17 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_stream_kernel(TS_PIVOT_KERNEL_ARGS a
     const int64_t row_id = claim_row;
     if (row_id < 0) continue;  // an item past the last deferred row (an overshot claim)
     const int64_t item = claim_item;
-    const int32_t chunk = (int32_t)(item % a.chunks);
-    if (kind == kClaimA) split_pass_a_item<T, Policy>(a, row_id, chunk, item, sm, last_flag);
-    else split_pass_b_item<T, Policy>(a, row_id, chunk, item, sm, reduce, last_flag, true);
+    if (kind == kClaimA) {
+      split_pass_a_item<T, Policy>(a, row_id, (int32_t)(item % a.chunks), item, sm, last_flag);
+    } else {
+      const int32_t begin = (int32_t)(item % per_b) * (Policy::kChunk / 2);
+      if (claim_units == 2)
+        split_pass_b_item<T, Policy, Policy::kItems>(a, row_id, begin, 2, (int32_t)per_b, item, sm, reduce, last_flag,
+                                                     true);
+      else
+        split_pass_b_item<T, Policy, Policy::kItems / 2>(a, row_id, begin, 1, (int32_t)per_b, item, sm, reduce,
+                                                         last_flag, true);
+    }
   }
   pdl_wait_primary();
   TS_SPLIT_EXIT(1);
