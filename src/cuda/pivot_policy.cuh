@@ -183,7 +183,9 @@
 // only up to this many CTAs (H200: 132 SMs hold 264 at two a SM), else one
 // for every chunk as the other split launches: CTAs beyond what the device
 // holds start only as others leave, each paying a claim at the launch's
-// end (v49 and v51 at B = 16, grid 512 -> 1,024: +5..+12 %).
+// end.  (v49 and v51 doubled it at B = 16 too, and lost 5-12 % there; v53's
+// halves-only build without the doubling lost as much, so the queued
+// halves cost that, and the doubling's own cost past 256 is unmeasured.)
 #ifndef TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID
 #define TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID 256
 #endif
