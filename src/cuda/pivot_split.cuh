@@ -18,9 +18,10 @@
 // Behind the chunked kernel the one launch streams (split_stream_kernel,
 // sm_90's programmatic dependent launch): it runs beside the pivot kernel's
 // last wave and takes each row as the merge publishes it; there pass B is
-// counted in half chunks, and an item is half a chunk when no more are
-// waiting than CTAs free for them (split_stream_claim), so the last deferred
-// row's pass B, on an otherwise idle GPU, ends about twice as soon.
+// counted in half chunks, and an item is half a chunk while the halves of
+// the rows deferred so far fit the CTAs that run at once (split_stream_claim),
+// so a lone deferred row's pass B, on an otherwise idle GPU, ends about twice
+// as soon.
 //   A. Each item bins its chunk (depth below zmax, fixed-point mass) in shared
 //      memory and adds the non-empty bins to the row's global histogram with
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
