@@ -16,26 +16,21 @@ __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
-// One thread's arrival on a per-row ticket that counts CTAs.  Release: the
+// One thread's arrival, counting `n`, on a per-row ticket that counts CTAs
+// (or the units of a row that its items cover).  Release: the
 // arriving CTA's global writes, ordered before this by the caller's
 // __syncthreads, are visible before the count moves; acquire: the CTA that
 // sees the last count sees every earlier arriver's writes (its other threads
 // after the next __syncthreads).  CUTLASS's generic barrier uses the same
 // pattern; it replaces __threadfence (fence.sc) plus a relaxed atomic, whose
 // wait was the kernel's largest stall at B = 1024 (perf-notes v13).
-__device__ __forceinline__ uint32_t ticket_arrive(uint32_t* ticket) {
-  uint32_t old;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(ticket) : "memory");
-  return old;
-}
-
-// The same arrival counting `n` at once (an item that covers n units of a
-// row's ticket).
 __device__ __forceinline__ uint32_t ticket_arrive_n(uint32_t* ticket, uint32_t n) {
   uint32_t old;
   asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(ticket), "r"(n) : "memory");
   return old;
 }
+// One CTA's arrival.
+__device__ __forceinline__ uint32_t ticket_arrive(uint32_t* ticket) { return ticket_arrive_n(ticket, 1u); }
 
 // A flag another CTA of the same launch waits for: the release orders this
 // thread's earlier global writes before it; the acquire orders the reader's

@@ -569,30 +569,26 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t ro
     if constexpr (Policy::kSplitHalves == 2) return 1;
     return deferred * per_b <= room ? 1 : 2;
   };
-  int kind;
   for (;;) {
     const int64_t fa = load_relaxed(a_next);
     if constexpr (Policy::kSplitHalves == 1) deferred = load_relaxed(a.deferred_count);  // with fa's
     if (pending >= 0 && fa >= (pending / per_b + 1) * per_a) {  // its row's pass-A items are all taken
       const int64_t p = pending;
       pending = -1;
-      kind = take(p, pending_units, kNoLimit);
-      break;
+      return take(p, pending_units, kNoLimit);
     }
     const int64_t sa = fa / per_a;
     if (fa < cap && load_acquire(&a.deferred_rows[sa]) != 0u) {
       item = atomicAdd(a_next, 1u);
       units = 1;
-      kind = kClaimA;
-      break;
+      return kClaimA;
     }
     const int64_t fb = load_relaxed(b_next);
     if (pending < 0 && fb < sa * per_b) {
       const int32_t u = units_for();
       const int64_t j = atomicAdd(b_next, (uint32_t)u);
       if (j < (int64_t)(load_relaxed(a_next) / per_a) * per_b) {
-        kind = take(j, u, kNoLimit);
-        break;
+        return take(j, u, kNoLimit);
       }
       pending = j;  // overshot: take its row's remaining pass-A items first
       pending_units = u;
@@ -607,8 +603,7 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t ro
         const int64_t p = pending;
         pending = -1;
         if (p < n) {  // else past the last row: nothing to do
-          kind = take(p, pending_units, n);
-          break;
+          return take(p, pending_units, n);
         }
       }
       const int64_t fb2 = load_relaxed(b_next);
@@ -616,16 +611,13 @@ __device__ __forceinline__ int split_stream_claim(const PivotArgs& a, int64_t ro
         const int32_t u = units_for();
         const int64_t j = atomicAdd(b_next, (uint32_t)u);
         if (j < n) {
-          kind = take(j, u, n);
-          break;
+          return take(j, u, n);
         }
       }
-      kind = kClaimExit;
-      break;
+      return kClaimExit;
     }
     __nanosleep(256);
   }
-  return kind;
 }
 
 // Bounded at two CTAs per SM, what its ~128 registers give anyway: left to
