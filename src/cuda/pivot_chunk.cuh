@@ -37,6 +37,7 @@
 
 #include "cuda/block_threshold_select.cuh"
 #include "cuda/cuda_utils.cuh"
+#include "cuda/pivot_policy.cuh"
 #include "cuda/pivot_types.cuh"
 #include "cuda/row_config.cuh"
 
@@ -47,6 +48,17 @@ struct ChunkStats {
   int32_t eligible;  // tokens with z > -inf
   int32_t nsample;   // sampled eligible tokens, and the sums of their z and z^2:
   float sum, sumsq;  //   the Gaussian pivot guess (heuristic only)
+};
+// A top-p-only chunk's softmax mass and its count at the Gaussian guess, in
+// one block reduction (TOKENSIFT_PIVOT_CHUNK_FUSE_COUNT).
+struct MassCount {
+  double mass;
+  int count;
+};
+struct MassCountOp {
+  __device__ MassCount operator()(const MassCount& a, const MassCount& b) const {
+    return {a.mass + b.mass, a.count + b.count};
+  }
 };
 struct ChunkStatsOp {
   __device__ ChunkStats operator()(const ChunkStats& a, const ChunkStats& b) const {
@@ -70,11 +82,13 @@ struct ChunkSmem {
   using Reduce = cub::BlockReduce<ChunkStats, Policy::kThreads>;
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   using ReduceF64 = cub::BlockReduce<double, Policy::kThreads>;
+  using ReduceMassCount = cub::BlockReduce<MassCount, Policy::kThreads>;
   using Scan = cub::BlockScan<int, Policy::kThreads>;
   union {
     typename Reduce::TempStorage reduce;
     typename ReduceU64::TempStorage reduce_u64;
     typename ReduceF64::TempStorage reduce_f64;
+    typename ReduceMassCount::TempStorage reduce_mass_count;
     typename Scan::TempStorage scan;
   } temp;
   ThresholdSmem<Policy::kThreads> thresh;
@@ -84,6 +98,7 @@ struct ChunkSmem {
   int emit_count;  // slots of the fast emission
   float guess;     // the Gaussian pivot guess, derived once (rows without min-p)
   float emit_part[Policy::kThreads / 32];  // early deferral: per warp, the emitted tokens' mass
+  int guess_count;  // top-p-only rows: the chunk's count at the guess, summed with the mass
 };
 
 // Thread 0, after the barrier that ends the chunk phase of the pivot kernel's
@@ -133,6 +148,27 @@ __device__ __forceinline__ float gaussian_reguess(const ChunkStats& st, float g,
   const float elig = (float)st.eligible;
   const float q = fminf(fmaxf((float)c, 0.5f), elig - 0.5f) / elig;
   return g + sqrtf(var) * (normcdfinvf(1.0f - guess_aim(top_k, n, cap) / elig) - normcdfinvf(1.0f - q));
+}
+
+// A token's weight in the chunk's softmax mass, exp(z - zloc) for z <= zloc.
+// The mass is never part of the contract's arithmetic: the merge decides a
+// top-p row from it only when the boundary clears the band by top_p_clear's
+// margin (1e-5 + 2e-7 |zmax| relative), and plain rows' log-probs carry it
+// (tests allow 2e-5).  Under TOKENSIFT_PIVOT_CHUNK_EX2 it is one ex2.approx
+// of fl(fl(z - zloc) log2 e) where expf took ~8 instructions a logit (the
+// sum's line held 11 % of the target cell's stall samples, perf-notes v42).
+// Relative error of a term with d = z - zloc: ex2.approx ~2^-22, the two
+// roundings of its argument |d| (2^-24 + 2^-24 ln 2 log2 e) ~1.2e-7 |d|
+// (expf's was the first of them, 6e-8 |d|).  Summed with weights e^d, the
+// second part is 1.2e-7 times the weighted mean of |d|, at most ln V + 1
+// (14 at V = 262,208): under 2e-6 of W, as the row-CTA kernel's streamed W
+// (RowCtaMass), plus the fp32 partial sums' error that expf had too.
+__device__ __forceinline__ float chunk_weight(float z, float zloc) {
+#if TOKENSIFT_PIVOT_CHUNK_EX2
+  return ex2_approx(__fmul_rn(__fsub_rn(z, zloc), contract::kLog2E));
+#else
+  return expf(z - zloc);
+#endif
 }
 
 // Emission window [n, cap] of a row without min-p (min-p rows narrow n once
@@ -300,7 +336,7 @@ __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t
     if (emit[j]) {
       cand[pos++] = pack_order(key[j], item_index<Policy, T>(begin, j));
       if constexpr (kEarly) {
-        if (want_mass) mass += expf(contract::key_to_float(key[j]) - zloc);
+        if (want_mass) mass += chunk_weight(contract::key_to_float(key[j]), zloc);
       }
     }
   __syncthreads();
@@ -404,15 +440,35 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   const bool need_mass = (cfg.p_active && !cfg.k_active && !cfg.m_active) ||
                          (cfg.plain() && want_logprob);
 
+  // Top-p-only rows know their guess already (thread 0 derived it with the
+  // statistics), so its count rides in the mass's reduction: the first
+  // attempt below then costs no block sum of its own (two barriers fewer).
+  const bool top_p_row = cfg.p_active && !cfg.k_active && !cfg.m_active;
+  const bool fuse_count = Policy::kFuseMassCount && Policy::kGuessOnce && top_p_row &&
+                          Policy::kTopPEmit < stats.eligible && sample_var(stats) > 0.0f;
+  const float guess0 = fuse_count ? sm.guess : 0.0f;
+  const bool count_guess0 = fuse_count && guess0 > -3.4028235e38f && guess0 < kInf;
+  int my_guess0 = 0;  // this thread's tokens >= guess0 (count_guess0)
   if (need_mass) {
     float s = 0.0f;
 #pragma unroll
     for (int j = 0; j < kItems; ++j)
-      if (x[j] > -kInf) s += expf(x[j] - zloc);
-    __syncthreads();
-    const double total =
-        typename ChunkSmem<Policy>::ReduceF64(sm.temp.reduce_f64).Sum((double)s);
-    out.mass = total;  // valid in thread 0
+      if (x[j] > -kInf) s += chunk_weight(x[j], zloc);
+    if (count_guess0) {
+#pragma unroll
+      for (int j = 0; j < kItems; ++j) my_guess0 += x[j] >= guess0;
+      __syncthreads();
+      const MassCount mc = typename ChunkSmem<Policy>::ReduceMassCount(sm.temp.reduce_mass_count)
+                               .Reduce(MassCount{(double)s, my_guess0}, MassCountOp{});
+      if (threadIdx.x == 0) sm.guess_count = mc.count;
+      out.mass = mc.mass;  // valid in thread 0
+      __syncthreads();
+    } else {
+      __syncthreads();
+      const double total =
+          typename ChunkSmem<Policy>::ReduceF64(sm.temp.reduce_f64).Sum((double)s);
+      out.mass = total;  // valid in thread 0
+    }
   }
 
   if (cfg.plain()) {
@@ -507,10 +563,15 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     float g = (cfg.m_active || !Policy::kGuessOnce) ? gaussian_guess(stats, cfg.k_active, n, cap) : sm.guess;
     for (int attempt = 0; attempt <= Policy::kGuessRetries; ++attempt) {
       if (!(g > -3.4028235e38f && g < kInf)) break;
-      int my = 0;
+      int my = 0, c;
+      if (attempt == 0 && count_guess0) {  // g is guess0, counted with the mass
+        my = my_guess0;
+        c = sm.guess_count;
+      } else {
 #pragma unroll
-      for (int j = 0; j < kItems; ++j) my += x[j] >= g;
-      const int c = block_sum_int<Policy::kThreads>(my, sm.thresh);
+        for (int j = 0; j < kItems; ++j) my += x[j] >= g;
+        c = block_sum_int<Policy::kThreads>(my, sm.thresh);
+      }
       if (c >= n && c <= cap) {
         fast = true;
         pivot = g;
@@ -522,7 +583,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     }
   }
   TS_CHUNK_MARK(3);
-  const bool want_mass = kEarly && cfg.p_active && !cfg.k_active && !cfg.m_active;
+  const bool want_mass = kEarly && top_p_row;
   float emit_mass = 0.0f;
   ChunkEmission em;
   if (fast) {
@@ -540,7 +601,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
       if (x[j] >= pivot) {
         cand[pos++] = pack_order(contract::order_key(x[j]), (uint32_t)item_index<Policy, T>(begin, j));
         if constexpr (kEarly) {
-          if (want_mass) emit_mass += expf(x[j] - zloc);
+          if (want_mass) emit_mass += chunk_weight(x[j], zloc);
         }
       }
     const bool all = count == cnt;
