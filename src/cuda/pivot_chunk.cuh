@@ -49,17 +49,6 @@ struct ChunkStats {
   int32_t nsample;   // sampled eligible tokens, and the sums of their z and z^2:
   float sum, sumsq;  //   the Gaussian pivot guess (heuristic only)
 };
-// A top-p-only chunk's softmax mass and its count at the Gaussian guess, in
-// one block reduction (TOKENSIFT_PIVOT_CHUNK_FUSE_COUNT).
-struct MassCount {
-  double mass;
-  int count;
-};
-struct MassCountOp {
-  __device__ MassCount operator()(const MassCount& a, const MassCount& b) const {
-    return {a.mass + b.mass, a.count + b.count};
-  }
-};
 struct ChunkStatsOp {
   __device__ ChunkStats operator()(const ChunkStats& a, const ChunkStats& b) const {
     return {max_nan(a.xmax, b.xmax), a.eligible + b.eligible, a.nsample + b.nsample, a.sum + b.sum,
@@ -82,13 +71,11 @@ struct ChunkSmem {
   using Reduce = cub::BlockReduce<ChunkStats, Policy::kThreads>;
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   using ReduceF64 = cub::BlockReduce<double, Policy::kThreads>;
-  using ReduceMassCount = cub::BlockReduce<MassCount, Policy::kThreads>;
   using Scan = cub::BlockScan<int, Policy::kThreads>;
   union {
     typename Reduce::TempStorage reduce;
     typename ReduceU64::TempStorage reduce_u64;
     typename ReduceF64::TempStorage reduce_f64;
-    typename ReduceMassCount::TempStorage reduce_mass_count;
     typename Scan::TempStorage scan;
   } temp;
   ThresholdSmem<Policy::kThreads> thresh;
@@ -98,7 +85,6 @@ struct ChunkSmem {
   int emit_count;  // slots of the fast emission
   float guess;     // the Gaussian pivot guess, derived once (rows without min-p)
   float emit_part[Policy::kThreads / 32];  // early deferral: per warp, the emitted tokens' mass
-  int guess_count;  // top-p-only rows: the chunk's count at the guess, summed with the mass
 };
 
 // Thread 0, after the barrier that ends the chunk phase of the pivot kernel's
@@ -440,35 +426,20 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   const bool need_mass = (cfg.p_active && !cfg.k_active && !cfg.m_active) ||
                          (cfg.plain() && want_logprob);
 
-  // Top-p-only rows know their guess already (thread 0 derived it with the
-  // statistics), so its count rides in the mass's reduction: the first
-  // attempt below then costs no block sum of its own (two barriers fewer).
-  const bool top_p_row = cfg.p_active && !cfg.k_active && !cfg.m_active;
-  const bool fuse_count = Policy::kFuseMassCount && Policy::kGuessOnce && top_p_row &&
-                          Policy::kTopPEmit < stats.eligible && sample_var(stats) > 0.0f;
-  const float guess0 = fuse_count ? sm.guess : 0.0f;
-  const bool count_guess0 = fuse_count && guess0 > -3.4028235e38f && guess0 < kInf;
-  int my_guess0 = 0;  // this thread's tokens >= guess0 (count_guess0)
   if (need_mass) {
     float s = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kItems; ++j)
+    for (int j = 0; j < kItems; ++j) {
+#if TOKENSIFT_PIVOT_CHUNK_EX2
+      s += chunk_weight(x[j], zloc);  // +0 for -inf: ex2.approx(-inf) is +0
+#else
       if (x[j] > -kInf) s += chunk_weight(x[j], zloc);
-    if (count_guess0) {
-#pragma unroll
-      for (int j = 0; j < kItems; ++j) my_guess0 += x[j] >= guess0;
-      __syncthreads();
-      const MassCount mc = typename ChunkSmem<Policy>::ReduceMassCount(sm.temp.reduce_mass_count)
-                               .Reduce(MassCount{(double)s, my_guess0}, MassCountOp{});
-      if (threadIdx.x == 0) sm.guess_count = mc.count;
-      out.mass = mc.mass;  // valid in thread 0
-      __syncthreads();
-    } else {
-      __syncthreads();
-      const double total =
-          typename ChunkSmem<Policy>::ReduceF64(sm.temp.reduce_f64).Sum((double)s);
-      out.mass = total;  // valid in thread 0
+#endif
     }
+    __syncthreads();
+    const double total =
+        typename ChunkSmem<Policy>::ReduceF64(sm.temp.reduce_f64).Sum((double)s);
+    out.mass = total;  // valid in thread 0
   }
 
   if (cfg.plain()) {
@@ -563,15 +534,10 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     float g = (cfg.m_active || !Policy::kGuessOnce) ? gaussian_guess(stats, cfg.k_active, n, cap) : sm.guess;
     for (int attempt = 0; attempt <= Policy::kGuessRetries; ++attempt) {
       if (!(g > -3.4028235e38f && g < kInf)) break;
-      int my = 0, c;
-      if (attempt == 0 && count_guess0) {  // g is guess0, counted with the mass
-        my = my_guess0;
-        c = sm.guess_count;
-      } else {
+      int my = 0;
 #pragma unroll
-        for (int j = 0; j < kItems; ++j) my += x[j] >= g;
-        c = block_sum_int<Policy::kThreads>(my, sm.thresh);
-      }
+      for (int j = 0; j < kItems; ++j) my += x[j] >= g;
+      const int c = block_sum_int<Policy::kThreads>(my, sm.thresh);
       if (c >= n && c <= cap) {
         fast = true;
         pivot = g;
@@ -583,7 +549,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
     }
   }
   TS_CHUNK_MARK(3);
-  const bool want_mass = kEarly && top_p_row;
+  const bool want_mass = kEarly && cfg.p_active && !cfg.k_active && !cfg.m_active;
   float emit_mass = 0.0f;
   ChunkEmission em;
   if (fast) {

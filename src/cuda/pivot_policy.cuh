@@ -205,11 +205,6 @@
 #ifndef TOKENSIFT_PIVOT_CHUNK_EX2
 #define TOKENSIFT_PIVOT_CHUNK_EX2 1
 #endif
-// Whether a top-p-only chunk counts its first guess in the block reduction
-// of its mass (1, v56) or in a block sum of its own (0, v55's SASS).
-#ifndef TOKENSIFT_PIVOT_CHUNK_FUSE_COUNT
-#define TOKENSIFT_PIVOT_CHUNK_FUSE_COUNT 1
-#endif
 #ifndef TOKENSIFT_PIVOT_EARLY_DEFER
 #define TOKENSIFT_PIVOT_EARLY_DEFER 1
 #endif
@@ -232,7 +227,6 @@ struct PivotPolicy {
   static constexpr float kRaceSkipMaxAbsZ = 1000.0f;
   static constexpr int kGuessRetries = TOKENSIFT_PIVOT_GUESS_RETRIES;  // re-aimed guesses before a chunk's radix select
   static constexpr bool kGuessOnce = TOKENSIFT_PIVOT_GUESS_ONCE != 0;  // thread 0 derives the guess (rows without min-p)
-  static constexpr bool kFuseMassCount = TOKENSIFT_PIVOT_CHUNK_FUSE_COUNT != 0;  // top-p-only: guess counted with the mass
   static constexpr int kCap = 128;            // most candidates a chunk emits (top-k rows)
   static constexpr int kTopPEmit = 32;        // top-p / min-p rows: emit between kTopPEmit
   static constexpr int kTopPEmitMax = 64;     //   and kTopPEmitMax candidates
