@@ -65,6 +65,13 @@ __device__ __forceinline__ void pdl_wait_primary() {
 #endif
 }
 
+// 2^v by one MUFU (relative error ~2^-22; subnormal results flush to 0).
+__device__ __forceinline__ float ex2_approx(float v) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+
 // Every thread gets the block-wide result of `reduce` (a CUB block
 // collective that every thread calls; its value is valid in thread 0), passed
 // on through the shared `slot`.  The barriers before and after make the

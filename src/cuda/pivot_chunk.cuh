@@ -37,6 +37,7 @@
 
 #include "cuda/block_threshold_select.cuh"
 #include "cuda/cuda_utils.cuh"
+#include "cuda/pivot_policy.cuh"
 #include "cuda/pivot_types.cuh"
 #include "cuda/row_config.cuh"
 
@@ -133,6 +134,27 @@ __device__ __forceinline__ float gaussian_reguess(const ChunkStats& st, float g,
   const float elig = (float)st.eligible;
   const float q = fminf(fmaxf((float)c, 0.5f), elig - 0.5f) / elig;
   return g + sqrtf(var) * (normcdfinvf(1.0f - guess_aim(top_k, n, cap) / elig) - normcdfinvf(1.0f - q));
+}
+
+// A token's weight in the chunk's softmax mass, exp(z - zloc) for z <= zloc.
+// The mass is never part of the contract's arithmetic: the merge decides a
+// top-p row from it only when the boundary clears the band by top_p_clear's
+// margin (1e-5 + 2e-7 |zmax| relative), and plain rows' log-probs carry it
+// (tests allow 2e-5).  Under TOKENSIFT_PIVOT_CHUNK_EX2 it is one ex2.approx
+// of fl(fl(z - zloc) log2 e) where expf took ~8 instructions a logit (the
+// sum's line held 11 % of the target cell's stall samples, perf-notes v42).
+// Relative error of a term with d = z - zloc: ex2.approx ~2^-22, the two
+// roundings of its argument |d| (2^-24 + 2^-24 ln 2 log2 e) ~1.2e-7 |d|
+// (expf's was the first of them, 6e-8 |d|).  Summed with weights e^d, the
+// second part is 1.2e-7 times the weighted mean of |d|, at most ln V + 1
+// (14 at V = 262,208): under 2e-6 of W, as the row-CTA kernel's streamed W
+// (RowCtaMass), plus the fp32 partial sums' error that expf had too.
+__device__ __forceinline__ float chunk_weight(float z, float zloc) {
+#if TOKENSIFT_PIVOT_CHUNK_EX2
+  return ex2_approx(__fmul_rn(__fsub_rn(z, zloc), contract::kLog2E));
+#else
+  return expf(z - zloc);
+#endif
 }
 
 // Emission window [n, cap] of a row without min-p (min-p rows narrow n once
@@ -300,7 +322,7 @@ __device__ ChunkEmission emit_by_radix(const float (&x)[Policy::kItems], int32_t
     if (emit[j]) {
       cand[pos++] = pack_order(key[j], item_index<Policy, T>(begin, j));
       if constexpr (kEarly) {
-        if (want_mass) mass += expf(contract::key_to_float(key[j]) - zloc);
+        if (want_mass) mass += chunk_weight(contract::key_to_float(key[j]), zloc);
       }
     }
   __syncthreads();
@@ -407,8 +429,13 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
   if (need_mass) {
     float s = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kItems; ++j)
-      if (x[j] > -kInf) s += expf(x[j] - zloc);
+    for (int j = 0; j < kItems; ++j) {
+#if TOKENSIFT_PIVOT_CHUNK_EX2
+      s += chunk_weight(x[j], zloc);  // +0 for -inf: ex2.approx(-inf) is +0
+#else
+      if (x[j] > -kInf) s += chunk_weight(x[j], zloc);
+#endif
+    }
     __syncthreads();
     const double total =
         typename ChunkSmem<Policy>::ReduceF64(sm.temp.reduce_f64).Sum((double)s);
@@ -540,7 +567,7 @@ __device__ void pivot_chunk_phase(const PivotArgs& a, int64_t row_id, int32_t ch
       if (x[j] >= pivot) {
         cand[pos++] = pack_order(contract::order_key(x[j]), (uint32_t)item_index<Policy, T>(begin, j));
         if constexpr (kEarly) {
-          if (want_mass) emit_mass += expf(x[j] - zloc);
+          if (want_mass) emit_mass += chunk_weight(x[j], zloc);
         }
       }
     const bool all = count == cnt;

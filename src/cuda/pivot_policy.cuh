@@ -198,6 +198,13 @@
 // Whether the chunked merge defers a top-p-only row before loading its
 // candidates when the chunks' emitted mass already says the list cannot reach
 // p W (1, v46), or only after deciding from the list (0).
+// How a chunk weighs a token in its softmax mass exp(z - zloc): one ex2.approx
+// of (z - zloc) log2 e (1, v56), or the accurate expf (0, v55's SASS).  The
+// masses feed only decisions top_p_clear guards (pivot_merge.cuh) and plain
+// rows' log-probs; the error budget is under chunk_weight (pivot_chunk.cuh).
+#ifndef TOKENSIFT_PIVOT_CHUNK_EX2
+#define TOKENSIFT_PIVOT_CHUNK_EX2 1
+#endif
 #ifndef TOKENSIFT_PIVOT_EARLY_DEFER
 #define TOKENSIFT_PIVOT_EARLY_DEFER 1
 #endif

@@ -245,12 +245,7 @@ struct RowCtaMass {
     }
   }
   __device__ __forceinline__ bool ready() const { return m > -__builtin_huge_valf() && m < __builtin_huge_valf(); }
-  static __device__ __forceinline__ float ex2(float v) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
-    return r;
-  }
-  __device__ __forceinline__ float term(float x, float c) const { return ex2(__fmul_rn(__fsub_rn(x, m), c)); }
+  __device__ __forceinline__ float term(float x, float c) const { return ex2_approx(__fmul_rn(__fsub_rn(x, m), c)); }
   // The thread's W relative to the row's raw max (block-summed by the caller).
   __device__ __forceinline__ double relative_to(float xmax, double inv_t) const {
     return ready() ? acc * exp(((double)m - (double)xmax) * inv_t) : 0.0;
