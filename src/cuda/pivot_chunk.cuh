@@ -141,7 +141,7 @@ __device__ __forceinline__ float gaussian_reguess(const ChunkStats& st, float g,
 // top-p row from it only when the boundary clears the band by top_p_clear's
 // margin (1e-5 + 2e-7 |zmax| relative), and plain rows' log-probs carry it
 // (tests allow 2e-5).  Under TOKENSIFT_PIVOT_CHUNK_EX2 it is one ex2.approx
-// of fl(fl(z - zloc) log2 e) where expf took ~8 instructions a logit (the
+// of fl(fl(z - zloc) log2 e) where expf took ~9 instructions a logit (the
 // sum's line held 11 % of the target cell's stall samples, perf-notes v42).
 // Relative error of a term with d = z - zloc: ex2.approx ~2^-22, the two
 // roundings of its argument |d| (2^-24 + 2^-24 ln 2 log2 e) ~1.2e-7 |d|

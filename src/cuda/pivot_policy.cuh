@@ -195,9 +195,6 @@
 #define TOKENSIFT_PIVOT_SPLIT_FUSED_MIN_BLOCKS 0
 #endif
 
-// Whether the chunked merge defers a top-p-only row before loading its
-// candidates when the chunks' emitted mass already says the list cannot reach
-// p W (1, v46), or only after deciding from the list (0).
 // How a chunk weighs a token in its softmax mass exp(z - zloc): one ex2.approx
 // of (z - zloc) log2 e (1, v56), or the accurate expf (0, v55's SASS).  The
 // masses feed only decisions top_p_clear guards (pivot_merge.cuh) and plain
@@ -205,6 +202,9 @@
 #ifndef TOKENSIFT_PIVOT_CHUNK_EX2
 #define TOKENSIFT_PIVOT_CHUNK_EX2 1
 #endif
+// Whether the chunked merge defers a top-p-only row before loading its
+// candidates when the chunks' emitted mass already says the list cannot reach
+// p W (1, v46), or only after deciding from the list (0).
 #ifndef TOKENSIFT_PIVOT_EARLY_DEFER
 #define TOKENSIFT_PIVOT_EARLY_DEFER 1
 #endif
