@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/pivot_chunk.cuh"
+#include "cuda/pivot_cluster.cuh"
 #include "cuda/pivot_launch.hpp"
 #include "cuda/pivot_merge.cuh"
 #include "cuda/pivot_policy.cuh"
@@ -189,6 +190,32 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, b
   // (row_merged), so the fused split launch streams behind them too.
   if (may_split) return launch_split_fallback<T>(a, /*streams=*/true, stream);
   return cudaGetLastError();
+}
+
+// The cluster kernel (one cluster of kClusterCtas CTAs per row), then, as
+// its programmatic dependent, the row-CTA kernel for the rows it left: a
+// CTA per row that exits after one flag read when the row is decided.
+template <class T>
+cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream) {
+  const auto kernel = cluster_topk_kernel<T, PivotPolicy>;
+  // Clusters of 16 CTAs are past the portable 8 (sm_90 allows 16 on request).
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (e != cudaSuccess) return e;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3((unsigned)(a.rows * PivotPolicy::kClusterCtas));
+  cfg.blockDim = dim3(PivotPolicy::kThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = PivotPolicy::kClusterCtas;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  e = cudaLaunchKernelEx(&cfg, kernel, a);
+  if (e != cudaSuccess) return e;
+  return launch_maybe_dependent(rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopKMissed>, dim3((unsigned)a.rows), true,
+                                a, stream);
 }
 
 }  // namespace tokensift::cuda_detail
