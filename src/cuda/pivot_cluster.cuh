@@ -17,9 +17,9 @@
 // barrier); each CTA combines the kClusterCtas records in one fixed order, so
 // all hold the same row statistics bit for bit and take the same decisions.
 // (2) Search: three pivots per round, Gaussian quantiles aimed at counts
-// spread geometrically over the window [need, kWarpList] (need = the row's k,
-// or its eligible count when smaller); each CTA counts its tokens at or above
-// each pivot and the counts are exchanged the same way.  A pivot whose count
+// spread geometrically around the window [need, kWarpList] (need = the
+// row's k, or its eligible count when smaller); each CTA counts its tokens at
+// or above each pivot and the counts are exchanged the same way.  A pivot whose count
 // lands in the window ends the search; otherwise the pivots re-aim from the
 // count nearest the window (gaussian_reguess), up to kClusterRounds rounds,
 // the last of which accepts any count in [need, kMergeCap].  (3) Every token
@@ -57,12 +57,13 @@
 
 namespace tokensift::cuda_detail {
 
-// The aim of pivot j (of 3) in a round: counts spread geometrically over
-// [need, cap], so that a Poisson-spread count near the window's middle lands
-// in it from one of the three (the window is [50, 64] for k = 50).
+// The first round's aim of pivot j (of 3): Gaussian counts spread
+// geometrically from need / 2 to 0.9 cap.  Real rows have heavier heads than
+// their Gaussian fit (the anchors' 20 boosted tokens sit on top of the tail
+// the fit predicts), so a pivot aimed below the window often lands in it.
 __device__ __forceinline__ float cluster_aim(int j, int need, int cap) {
-  const float f = 0.2f + 0.3f * (float)j;
-  return __powf((float)need, 1.0f - f) * __powf((float)cap, f);
+  const float lo = fmaxf(0.5f * (float)need, 0.5f), hi = 0.9f * (float)cap;
+  return lo * __powf(hi / lo, 0.5f * (float)j);
 }
 
 // A Gaussian quantile: the z above which `aim` of the row's eligible tokens
