@@ -28,7 +28,7 @@
 // what the row-CTA kernel runs on its list: an exact compaction to at most
 // kWarpList (ties cut by index) and the merge's decision and draw.
 //
-// Why the bits equal the other paths' (BatchInvariant, the row-alone checks):
+// Why the bits equal the other paths' (the GPU tests' row-alone checks):
 // the list holds every token of the row at or above the pivot, so it is the
 // contract's order down to the pivot, as the row-CTA kernel's list is down to
 // its tau; both end in rowcta_compact and decide_and_draw, whose one-warp
@@ -40,9 +40,11 @@
 // Failure modes: a row the search cannot bracket (a flat row: every token
 // ties, so a pivot counts none or all of them; rows whose sums overflow or
 // cancel in fp32, such as 3,000 + N(0, 1)) is left undecided: its flag in
-// PivotArgs::deferred_rows stays 0 and the row-CTA kernel's kRowCtaTopKMissed
+// PivotArgs::deferred_rows stays 0 and the chunked kernel's kSkipDone
 // instantiation, launched behind this kernel as its programmatic dependent,
-// streams it (every other row's CTA there exits after one flag read).  A
+// takes it (every other row's CTAs there exit after one flag read; the
+// cluster kernel zeroes a left row's ticket, since top-k calls clear no
+// counters).  A
 // cluster needs kClusterCtas co-resident CTAs in one GPC; launches wait for
 // them like any grid.  Only V <= kClusterCtas x kThreads x kClusterItems
 // (131,072) takes this kernel; loads are 16-byte vectors where the row is
@@ -250,8 +252,11 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     const float step = 0.15f * sd / (float)(round + 1);  // the pivots close in each round
     piv[0] = base - step, piv[1] = base, piv[2] = base + step;
   }
-  if (total < 0) {  // not bracketed: the row-CTA kernel behind this one streams the row
-    if (rank == 0 && threadIdx.x == 0) a.deferred_rows[row_id] = 0u;
+  if (total < 0) {  // not bracketed: the chunked kernel behind this one takes the row
+    if (rank == 0 && threadIdx.x == 0) {
+      a.tickets[row_id] = 0u;
+      a.deferred_rows[row_id] = 0u;
+    }
     return;
   }
 
@@ -277,6 +282,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
   if (threadIdx.x == 0) {
     if (r.status != kRowDeferred) write_result(a.out, row_id, r);
+    else a.tickets[row_id] = 0u;  // (top-k rows do not defer; as a miss if one did)
     a.deferred_rows[row_id] = r.status != kRowDeferred ? 1u : 0u;
   }
 }

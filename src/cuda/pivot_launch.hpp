@@ -22,12 +22,11 @@ enum RowCtaKind : int {
   kRowCtaTopK = 0,  // top-k rows, k < kWarpList, no min-p (any top-p)
   kRowCtaMinP = 1,  // min-p rows (any top-k and top-p)
   kRowCtaTopP = 2,  // top-p rows without top-k or min-p, no log-probs asked for
-  kRowCtaTopKMissed = 3,  // as kRowCtaTopK, for the rows the cluster kernel left (pivot_cluster.cuh)
 };
 
 // Small batches of top-k rows (k < kWarpList, no min-p, scalar parameters):
 // one thread-block cluster per row, then the rows it could not bracket on
-// the row-CTA kernel (pivot_cluster.cuh).
+// the chunked kernel (pivot_cluster.cuh).
 template <class T>
 cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream);
 

@@ -125,7 +125,7 @@
 // no min-p) with V <= kClusterCtas x kThreads x kClusterItems take the
 // cluster kernel on sm_90 (pivot_cluster.cuh); 0 turns it off.
 #ifndef TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS
-#define TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS 8
+#define TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS 16
 #endif
 
 // Whether scalar top-p-only calls without log-probs take the row-CTA kernel

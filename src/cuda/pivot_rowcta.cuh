@@ -257,14 +257,6 @@ template <class T, class Policy, int kKind>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   constexpr bool kMinP = kKind == kRowCtaMinP;
   constexpr bool kTopP = kKind == kRowCtaTopP;
-  // kRowCtaTopKMissed: top-k rows as kRowCtaTopK, launched behind the
-  // cluster kernel (its programmatic dependent); a row that kernel decided
-  // has its flag in deferred_rows set and its CTA exits at once.
-  constexpr bool kTopKKind = kKind == kRowCtaTopK || kKind == kRowCtaTopKMissed;
-  if constexpr (kKind == kRowCtaTopKMissed) {
-    pdl_wait_primary();
-    if (load_cg(a.deferred_rows + blockIdx.x) != 0u) return;
-  }
   // Min-p rows gated by a tau once their list first passes half full
   // (kRowCtaMinPAim > 0).
   constexpr bool kMinPTau = kMinP && Policy::kRowCtaMinPAim > 0;
@@ -288,7 +280,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // Kinds that may defer a row: the streaming split launch behind this
   // kernel may start once every CTA has started (it takes only the slots
   // these CTAs leave free, and each deferred row as it is published).
-  if constexpr (!kTopKKind) pdl_launch_dependents();
+  if constexpr (kKind != kRowCtaTopK) pdl_launch_dependents();
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
   // The row's 16-byte-aligned body in vectors; the head and tail (each
@@ -750,7 +742,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // Kinds that may defer a row touch the call's counters from here on (the
   // deferred list, the merged-row count), which the kernel before this one
   // cleared (a programmatic dependent launch, PivotPolicy::kClearKernel).
-  if constexpr (!kTopKKind) pdl_wait_primary();
+  if constexpr (kKind != kRowCtaTopK) pdl_wait_primary();
   // The merge's statuses, in its order.
   const ChunkStats rs = stats_sh;
   const float kNan = __int_as_float(0x7fffffff);
@@ -798,7 +790,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     if (r.status != kRowDeferred) write_result(a.out, row_id, r);
     // After the deferral's release (defer_row, same thread): the streaming
     // split launch ends once every row is counted here.
-    if constexpr (!kTopKKind) row_merged(a);
+    if constexpr (kKind != kRowCtaTopK) row_merged(a);
   }
   TS_ROWCTA_NS(1);
 }

@@ -121,10 +121,10 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
 // kThreads x kClusterItems, on sm_90 or later: one thread-block cluster per
 // row (pivot_cluster.cuh).  Its rows end in the row-CTA kernel's decision on
 // the same list (the row's top k), and the rows it cannot bracket run on the
-// row-CTA kernel itself, so the choice cannot change a row's result.  Why
+// chunked kernel behind it, so the choice cannot change a row's result.  Why
 // small batches only: a cluster holds kClusterCtas SMs for one row, which
-// pays while the batch leaves SMs idle (B = 1: 17.8 -> ~11 us in
-// dev/cluster_probe's graph timing, docs/perf-notes.md v59).
+// pays while the batch leaves SMs idle (docs/perf-notes.md v59: the anchors'
+// k50_p0.9 B = 1 / 16 -19 / -17 %).
 static bool cluster_applies(const LogitsView& logits, const SamplingParams& p) {
   if (PivotPolicy::kClusterMaxRows <= 0 || logits.rows > PivotPolicy::kClusterMaxRows) return false;
   if (logits.vocab > (int64_t)PivotPolicy::kClusterCtas * PivotPolicy::kThreads * PivotPolicy::kClusterItems)

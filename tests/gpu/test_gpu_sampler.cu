@@ -1174,21 +1174,21 @@ Results run_scalar(const HostBatch& b, const ScalarFilter& f) {
 // Batches of at most PivotPolicy::kClusterMaxRows rows with scalar top-k
 // parameters (k < 64, no min-p) and V <= 131,072 take the cluster kernel on
 // sm_90 (src/cuda/pivot_cluster.cuh); the rows its search cannot bracket
-// take the row-CTA kernel launched behind it.  Each small batch matches the
+// take the chunked kernel launched behind it.  Each small batch matches the
 // CPU backend, and each of its rows gives the bits it gets in a batch of 64
 // (the row-CTA kernel): the mixed distribution's adversarial rows in every
 // dtype, V not a multiple of 4 or 8, padded strides, temperatures, top-p on
 // top; and the edge rows (flat rows, which no pivot brackets, NaN, +inf,
 // -inf masks, one dominant token, 3,000 + N(0, 1), a row whose mass sits in
 // its first 8,192 logits), mixed with rows the search decides, in batches of
-// 8 (the flat rows go to the row-CTA kernel behind the cluster kernel, so
+// 8 (the flat rows go to the chunked kernel behind the cluster kernel, so
 // both kernels of the path run in those calls).
 TEST(GpuSampler, ClusterTopKBatchesMatchCpuAndRowCta) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["cluster_topk"];
   int reported = 0;
   AloneTally same;
-  const BatchShape shapes[] = {{8, 129280}, {5, 4099}, {1, 65}, {3, 131072}, {8, 77777}};
+  const BatchShape shapes[] = {{16, 129280}, {5, 4099}, {1, 65}, {3, 131072}, {8, 77777}};
   const ScalarFilter filters[] = {{1.0f, 50, 0.9f, 0.0f}, {0.7f, 8, 1.0f, 0.0f}, {1.5f, 63, 0.5f, 0.0f},
                                   {1.0f, 1, 1.0f, 0.0f}, {1.2f, 20, 0.95f, 0.0f}};
   uint64_t seed = 3300;
@@ -1223,9 +1223,9 @@ TEST(GpuSampler, ClusterTopKBatchesMatchCpuAndRowCta) {
   expect_path_clean("cluster_topk", t, same);
 }
 
-// The cluster kernel and the row-CTA kernel behind it, captured in a graph
+// The cluster kernel and the chunked kernel behind it, captured in a graph
 // and replayed (a batch of 4 with one flat row, which the search leaves to
-// the row-CTA kernel).
+// the chunked kernel).
 TEST(GpuSampler, GraphCaptureAndReplayCluster) {
   TS_REQUIRE_GPU();
   const ScalarFilter f{0.8f, 50, 0.9f, 0.0f};
