@@ -100,6 +100,11 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   const int rank = (int)cluster.block_rank();
   const int64_t row_id = blockIdx.x / kCtas;
   const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
+  // A CTA's shared memory may be written by another only once it runs
+  // (compute-sanitizer's racecheck flags the stores otherwise): every CTA
+  // arrives here and waits just before its first remote store, so the wait
+  // overlaps the loads.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   // The missed-rows launch behind this one may be scheduled now; it waits
   // for this kernel's end before it reads a flag.
   pdl_launch_dependents();
@@ -153,6 +158,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   }
   if (lane == 0) warp_stats[warp] = st;
   __syncthreads();
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every CTA of the cluster runs
   if ((int)threadIdx.x < kCtas) {  // this CTA's record, into every CTA of the cluster
     ChunkStats c = warp_stats[0];
 #pragma unroll
