@@ -4,5 +4,4 @@
 namespace tokensift::cuda_detail {
 template cudaError_t launch_pivot_kernels<__nv_bfloat16>(const PivotArgs&, unsigned, bool, bool, cudaStream_t);
 template cudaError_t launch_rowcta_kernel<__nv_bfloat16>(const PivotArgs&, int, bool, bool, cudaStream_t);
-template cudaError_t launch_cluster_topk<__nv_bfloat16>(const PivotArgs&, cudaStream_t);
 }  // namespace tokensift::cuda_detail

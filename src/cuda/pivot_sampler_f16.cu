@@ -4,5 +4,4 @@
 namespace tokensift::cuda_detail {
 template cudaError_t launch_pivot_kernels<__half>(const PivotArgs&, unsigned, bool, bool, cudaStream_t);
 template cudaError_t launch_rowcta_kernel<__half>(const PivotArgs&, int, bool, bool, cudaStream_t);
-template cudaError_t launch_cluster_topk<__half>(const PivotArgs&, cudaStream_t);
 }  // namespace tokensift::cuda_detail

@@ -4,5 +4,4 @@
 namespace tokensift::cuda_detail {
 template cudaError_t launch_pivot_kernels<float>(const PivotArgs&, unsigned, bool, bool, cudaStream_t);
 template cudaError_t launch_rowcta_kernel<float>(const PivotArgs&, int, bool, bool, cudaStream_t);
-template cudaError_t launch_cluster_topk<float>(const PivotArgs&, cudaStream_t);
 }  // namespace tokensift::cuda_detail
