@@ -20,6 +20,9 @@
 //      the two passes over the row's chunks (pivot_split.cuh), others in the merging CTA
 //      (pivot_fallback.cuh); Qrita's quaternary pivot search is the last
 //      resort when one bin holds too many tokens (long runs of equal logits).
+//   Large batches take one CTA per row (pivot_rowcta.cuh, plain_race.cu);
+//   small batches of top-k rows one thread-block cluster per row
+//   (pivot_cluster.cuh).
 // HBM traffic is the logits once plus O(candidates), twice more for deferred
 // rows; no sort, no allocation, no synchronisation; graph capture works
 // because every parameter is read on the device.  Failure modes: rows of
