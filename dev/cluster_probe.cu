@@ -28,7 +28,8 @@
 // Output per row: library time (median of 7 eager calls, CUDA events), the
 // cluster kernel's time (same), hit or miss and the attempts it took, the
 // list size, and whether token, kept count and log-prob bits equal the
-// library's.  Arguments: rows top_k top_p (defaults 16 50 0.9).  On the device:
+// library's.  Arguments: rows top_k top_p [graph_rows] (defaults 16 50 0.9
+// 0); graph_rows > 0 also times both as the benchmark does (below).  On the device:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
 //        dev/cluster_probe.cu src/cuda/greedy_argmax.cu -o /tmp/cp && /tmp/cp 16 50 0.9
 #include <cooperative_groups.h>
@@ -205,6 +206,46 @@ __global__ void __launch_bounds__(kThreads) cluster_topk_kernel(const float* log
   }
 }
 
+// A launch with nothing to do, per CTA one store: the graph-replay floor of
+// a launch of this shape (cluster or plain).
+__global__ void empty_kernel(int* flag) {
+  if (threadIdx.x == 0) flag[blockIdx.x] = 1;
+}
+
+// Per call in a CUDA graph of `calls` captured calls (call(i, stream) issues
+// the i-th), replayed: the median over replays / calls, in microseconds, as
+// bench/sampler_bench.cu's us_graph.
+template <class F>
+float graph_us(F&& call, int calls, cudaStream_t s, int reps = 9) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  for (int i = 0; i < calls; ++i) call(i, s);
+  cudaStreamEndCapture(s, &g);
+  if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) return -1.0f;
+  cudaGraphLaunch(ge, s);
+  cudaStreamSynchronize(s);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> t;
+  for (int r = 0; r < reps; ++r) {
+    cudaEventRecord(e0, s);
+    cudaGraphLaunch(ge, s);
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    t.push_back(ms * 1000.0f / (float)calls);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 int main(int argc, char** argv) {
   const int64_t V = 129280;
   const int B = argc > 1 ? atoi(argv[1]) : 16;
@@ -270,5 +311,40 @@ int main(int argc, char** argv) {
   printf("median: library %.1f us, cluster %.1f us; hits %d of %d, same bits %d of the hits\n", lib_t[B / 2],
          cl_t[B / 2], hits, B, same);
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
+
+  // The same comparison as the benchmark times it: `graph_rows` calls of one
+  // row each, every call on its own row (more than 4x the 60 MB L2 in all,
+  // so the logits come from HBM), captured in one graph and replayed.
+  const int graph_rows = argc > 4 ? atoi(argv[4]) : 0;
+  if (graph_rows > 0) {
+    const probe::RowBench many(probe::anchor_rows(graph_rows, V, 2.0f, 20), V);
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    int* flags;
+    cudaMalloc(&flags, 4 * 64);
+    const float lib_g = graph_us(
+        [&](int i, cudaStream_t st) { launch_pivot(many.row(i), p, many.outputs(), many.workspace, st); }, graph_rows, s);
+    cudaLaunchConfig_t gc = lc;
+    const float cl_g = graph_us(
+        [&](int i, cudaStream_t st) {
+          gc.stream = st;
+          cudaLaunchKernelEx(&gc, cluster_topk_kernel, (const float*)(many.logits + (size_t)i * V), (int64_t)V,
+                             (int32_t)V, p, d_out);
+        },
+        graph_rows, s);
+    cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    const float empty_cl = graph_us(
+        [&](int, cudaStream_t st) {
+          gc.stream = st;
+          cudaLaunchKernelEx(&gc, empty_kernel, flags);
+        },
+        graph_rows, s);
+    const int chunks = (int)((V + PivotPolicy::kChunk - 1) / PivotPolicy::kChunk);
+    const float empty_plain = graph_us(
+        [&](int, cudaStream_t st) { empty_kernel<<<chunks, kThreads, 0, st>>>(flags); }, graph_rows, s);
+    printf("graph replay, %d calls of one row each (us per call): library %.2f, cluster kernel %.2f; "
+           "empty launches: cluster of %d CTAs %.2f, %d plain CTAs %.2f (%s)\n",
+           graph_rows, lib_g, cl_g, kClusterCtas, empty_cl, chunks, empty_plain, cudaGetErrorString(cudaGetLastError()));
+  }
   return 0;
 }

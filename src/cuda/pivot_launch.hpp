@@ -24,6 +24,12 @@ enum RowCtaKind : int {
   kRowCtaTopP = 2,  // top-p rows without top-k or min-p, no log-probs asked for
 };
 
+// Small batches of top-k rows (k < kWarpList, no min-p, scalar parameters):
+// one thread-block cluster per row, then the rows it could not bracket on
+// the chunked kernel (pivot_cluster.cuh).
+template <class T>
+cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream);
+
 // The row-CTA kernel, one CTA per row (pivot_rowcta.cuh), for calls whose
 // rows are all of one RowCtaKind; then the split fallback when may_split.
 template <class T>

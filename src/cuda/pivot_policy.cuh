@@ -121,6 +121,13 @@
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32 1
 #endif
 
+// Calls of at most this many rows of scalar top-k parameters (k < kWarpList,
+// no min-p) with V <= kClusterCtas x kThreads x kClusterItems take the
+// cluster kernel on sm_90 (pivot_cluster.cuh); 0 turns it off.
+#ifndef TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS
+#define TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS 16
+#endif
+
 // Whether scalar top-p-only calls without log-probs take the row-CTA kernel
 // from kRowCtaMinRows rows (1), or the chunked kernel (0, v35's choice).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_TOP_P
@@ -234,6 +241,13 @@ struct PivotPolicy {
   static constexpr int kMergeLoadUnroll = 8;  // candidate loads in flight per thread in the merge's slot walk
   static constexpr int kPreselect = 256;      // above this many, the merge keeps only the top ones before sorting
   static constexpr int kWarpList = 64;        // lists this short are decided and raced by one warp (top-k < this)
+  // Cluster kernel (pivot_cluster.cuh): CTAs per row (16: sm_90's
+  // non-portable maximum), logits per thread held in registers, and rounds
+  // of three pivots before a row is left to the row-CTA kernel.
+  static constexpr int64_t kClusterMaxRows = TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS;
+  static constexpr int kClusterCtas = 16;
+  static constexpr int kClusterItems = 32;
+  static constexpr int kClusterRounds = 3;
   static constexpr int kMaxMergeChunks = 256; // chunks' emitted counts cached in shared memory (V <= 1M); one per thread
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest

@@ -20,6 +20,9 @@
 //      the two passes over the row's chunks (pivot_split.cuh), others in the merging CTA
 //      (pivot_fallback.cuh); Qrita's quaternary pivot search is the last
 //      resort when one bin holds too many tokens (long runs of equal logits).
+//   Large batches take one CTA per row (pivot_rowcta.cuh, plain_race.cu);
+//   small batches of top-k rows one thread-block cluster per row
+//   (pivot_cluster.cuh).
 // HBM traffic is the logits once plus O(candidates), twice more for deferred
 // rows; no sort, no allocation, no synchronisation; graph capture works
 // because every parameter is read on the device.  Failure modes: rows of
@@ -116,6 +119,29 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
   return -1;
 }
 
+// Calls of at most kClusterMaxRows rows whose every row is a top-k row with
+// k < kWarpList and no min-p, by scalar parameters, with V <= kClusterCtas x
+// kThreads x kClusterItems, on sm_90 or later: one thread-block cluster per
+// row (pivot_cluster.cuh).  Its rows end in the row-CTA kernel's decision on
+// the same list (the row's top k), and the rows it cannot bracket run on the
+// chunked kernel behind it, so the choice cannot change a row's result.  Why
+// small batches only: a cluster holds kClusterCtas SMs for one row, which
+// pays while the batch leaves SMs idle (docs/perf-notes.md v59: the anchors'
+// k50_p0.9 B = 1 / 16 -19 / -17 %).
+static bool cluster_applies(const LogitsView& logits, const SamplingParams& p) {
+  if (PivotPolicy::kClusterMaxRows <= 0 || logits.rows > PivotPolicy::kClusterMaxRows) return false;
+  if (logits.vocab > (int64_t)PivotPolicy::kClusterCtas * PivotPolicy::kThreads * PivotPolicy::kClusterItems)
+    return false;
+  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
+  if (contract::is_greedy_temperature(p.temperature.value) || p.min_p.value > 0.0f) return false;
+  if (!(p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab && p.top_k.value < PivotPolicy::kWarpList))
+    return false;
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  return major >= 9;
+}
+
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
                          const SampleOutputs& out, void* workspace, cudaStream_t stream) {
   if (logits.rows == 0) return cudaSuccess;
@@ -160,6 +186,19 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // way a row gets the same bits: the early test defers exactly the rows the
   // list would.
   a.early_defer = PivotPolicy::kEarlyDefer && may_split && logits.rows <= PivotPolicy::kEarlyDeferMaxRows;
+  // Top-k rows never defer, so the cluster path clears nothing: its kernel
+  // writes every row's flag in deferred_rows (a later call that uses that
+  // list clears it first).
+  if (cluster_applies(logits, params)) {
+    switch (logits.dtype) {
+      case DType::kF32:
+        return launch_cluster_topk<float>(a, stream);
+      case DType::kBF16:
+        return launch_cluster_topk<__nv_bfloat16>(a, stream);
+      case DType::kF16:
+        return launch_cluster_topk<__half>(a, stream);
+    }
+  }
   const int kind = rowcta_kind(logits, params, out);
   // The tickets, counters and deferred list must start at zero.  Other calls
   // on this workspace (another shape, or the sort path) may have left scratch

@@ -1121,6 +1121,124 @@ void for_each_edge_batch(const ScalarFilter (&filters)[kFilters], Seed seed_of, 
     }
 }
 
+// Rows [r0, r0 + n) of b as a batch of their own, parameters, seeds and
+// offsets included.
+HostBatch sub_batch(const HostBatch& b, int64_t r0, int64_t n) {
+  HostBatch s(n, b.vocab, b.vocab, b.dtype);
+  for (int64_t r = 0; r < n; ++r) {
+    s.set_row(r, b.row(r0 + r));
+    s.set_params(r, b.params(r0 + r));
+    s.dist[r] = b.dist[r0 + r];
+  }
+  return s;
+}
+
+// Small batch `small` (the cluster kernel's) against the CPU backend, and
+// each of its rows against row `at[r]` of `big_res`, a larger batch's
+// results (another kernel's): token, status, kept count and log-prob bits.
+void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Results& big_res,
+                       const std::vector<int64_t>& at, Tally& t, int& reported, AloneTally& same) {
+  GpuSampler g;
+  ASSERT_EQ(g.init(Algo::kAuto, small.rows, small.vocab, small.dtype), Status::kOk);
+  DeviceBatch d(small);
+  f.apply(d);
+  d.poison();
+  ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
+  const Results res = d.fetch();
+  compare_batch(small, res, run_cpu(small), t, reported, true);
+  for (int64_t r = 0; r < small.rows; ++r) {
+    const int64_t q = at[(size_t)r];
+    ++same.checked;
+    const bool eq = res.token[r] == big_res.token[q] && res.status[r] == big_res.status[q] &&
+                    res.kept[r] == big_res.kept[q] && std::memcmp(&res.logprob[r], &big_res.logprob[q], 4) == 0;
+    if (!eq && ++same.differ <= 10)
+      ADD_FAILURE() << "row " << r << " of " << small.rows << ", V " << small.vocab << " " << dtype_name(small.dtype)
+                    << " T " << f.temperature << " k " << f.top_k << " p " << f.top_p << ": " << res.token[r] << "/"
+                    << res.status[r] << "/" << res.kept[r] << "/" << res.logprob[r] << ", in the larger batch "
+                    << big_res.token[q] << "/" << big_res.status[q] << "/" << big_res.kept[q] << "/"
+                    << big_res.logprob[q];
+  }
+}
+
+// One kAuto call on b with the scalar filter f (log-probs asked for).
+Results run_scalar(const HostBatch& b, const ScalarFilter& f) {
+  GpuSampler g;
+  EXPECT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  DeviceBatch d(b);
+  f.apply(d);
+  d.poison();
+  EXPECT_EQ(g.run(d), Status::kOk) << last_error_message();
+  return d.fetch();
+}
+
+// Batches of at most PivotPolicy::kClusterMaxRows rows with scalar top-k
+// parameters (k < 64, no min-p) and V <= 131,072 take the cluster kernel on
+// sm_90 (src/cuda/pivot_cluster.cuh); the rows its search cannot bracket
+// take the chunked kernel launched behind it.  Each small batch matches the
+// CPU backend, and each of its rows gives the bits it gets in a batch of 64
+// (the row-CTA kernel): the mixed distribution's adversarial rows in every
+// dtype, V not a multiple of 4 or 8, padded strides, temperatures, top-p on
+// top; and the edge rows (flat rows, which no pivot brackets, NaN, +inf,
+// -inf masks, one dominant token, 3,000 + N(0, 1), a row whose mass sits in
+// its first 8,192 logits), mixed with rows the search decides, in batches of
+// 8 (the flat rows go to the chunked kernel behind the cluster kernel, so
+// both kernels of the path run in those calls).
+TEST(GpuSampler, ClusterTopKBatchesMatchCpuAndRowCta) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["cluster_topk"];
+  int reported = 0;
+  AloneTally same;
+  const BatchShape shapes[] = {{16, 129280}, {5, 4099}, {1, 65}, {3, 131072}, {8, 77777}};
+  const ScalarFilter filters[] = {{1.0f, 50, 0.9f, 0.0f}, {0.7f, 8, 1.0f, 0.0f}, {1.5f, 63, 0.5f, 0.0f},
+                                  {1.0f, 1, 1.0f, 0.0f}, {1.2f, 20, 0.95f, 0.0f}};
+  uint64_t seed = 3300;
+  for (const BatchShape& sh : shapes)
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (const ScalarFilter& f : filters) {
+        BatchOptions o;
+        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
+        f.set_rows(b);
+        // The same rows, repeated to 64 (the row-CTA kernel's batch).
+        HostBatch big(64, b.vocab, b.vocab, b.dtype);
+        for (int64_t r = 0; r < big.rows; ++r) {
+          big.set_row(r, b.row(r % b.rows));
+          big.set_params(r, b.params(r % b.rows));
+          big.dist[r] = b.dist[r % b.rows];
+        }
+        const Results big_res = run_scalar(big, f);
+        std::vector<int64_t> at((size_t)b.rows);
+        for (int64_t r = 0; r < b.rows; ++r) at[(size_t)r] = r;
+        check_small_batch(b, f, big_res, at, t, reported, same);
+      }
+  const ScalarFilter edge_filters[] = {{1.0f, 50, 1.0f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {1.0f, 1, 1.0f, 0.0f}};
+  for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter& f) { return 9300 + (uint64_t)dt * 17 + (uint64_t)f.top_k; },
+                      [&](const HostBatch& b, const ScalarFilter& f) {
+                        const Results big_res = run_scalar(b, f);  // 256 rows: the row-CTA kernel
+                        for (int64_t r0 = 0; r0 + 8 <= 32; r0 += 8) {
+                          std::vector<int64_t> at;
+                          for (int64_t r = r0; r < r0 + 8; ++r) at.push_back(r);
+                          check_small_batch(sub_batch(b, r0, 8), f, big_res, at, t, reported, same);
+                        }
+                      });
+  expect_path_clean("cluster_topk", t, same);
+}
+
+// The cluster kernel and the chunked kernel behind it, captured in a graph
+// and replayed (a batch of 4 with one flat row, which the search leaves to
+// the chunked kernel).
+TEST(GpuSampler, GraphCaptureAndReplayCluster) {
+  TS_REQUIRE_GPU();
+  const ScalarFilter f{0.8f, 50, 0.9f, 0.0f};
+  HostBatch b = make_batch(4, 129280, DType::kF32, 2031);
+  std::vector<float> flat((size_t)b.vocab, 0.25f);
+  b.set_row(2, flat.data());
+  f.set_rows(b);
+  for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
+  bool ok = false;
+  check_graph_replay(b, &f, 3, true, ok, true);
+  if (!ok) flags()["graph_capture"] = "fail";
+}
+
 // Batches of plain rows (no min-p, top-k or top-p; k >= V counts as none)
 // with scalar parameters and no log-probs asked for take the plain-race
 // kernel from PlainRacePolicy::kMinRows rows (src/cuda/plain_race.cu): every

@@ -1,0 +1,296 @@
+// Cluster kernel of the pivot sampler: one thread-block cluster per row for
+// small batches of top-k rows (perf-notes step 11 (b), dev/cluster_probe.cu).
+//
+// Why: at B = 1 the chunked kernel spends ~18 us on a V = 129,280 top-k row,
+// of which ~12 go to handing candidates through L2: 32 chunk CTAs each emit
+// their own top ~80 (the union must hold the row's top k without proof), take
+// a ticket, and the last one loads ~2,500 candidates, pre-selects and
+// decides.  A cluster of kClusterCtas CTAs on sm_90 shares distributed shared
+// memory, so the CTAs can agree on the row's threshold first and hand CTA 0
+// only the tokens above it: ~k candidates, no ticket, no L2 round trip.
+//
+// The passes (Qrita's Gaussian truncation and multi-pivot search, across a
+// cluster instead of a CTA): every CTA loads its kClusterItems logits per
+// thread once, into registers, and forms z.  (1) Statistics: each CTA's
+// NaN-propagating raw max, eligible count and the sums of z and z^2 over its
+// eligible tokens go to every CTA of the cluster (remote stores, one cluster
+// barrier); each CTA combines the kClusterCtas records in one fixed order, so
+// all hold the same row statistics bit for bit and take the same decisions.
+// (2) Search: three pivots per round, Gaussian quantiles aimed at counts
+// spread geometrically around the window [need, kWarpList] (need = the
+// row's k, or its eligible count when smaller); each CTA counts its tokens at
+// or above each pivot and the counts are exchanged the same way.  A pivot whose count
+// lands in the window ends the search; otherwise the pivots re-aim from the
+// count nearest the window (gaussian_reguess), up to kClusterRounds rounds,
+// the last of which accepts any count in [need, kMergeCap].  (3) Every token
+// at or above the chosen pivot goes into CTA 0's candidate list (a remote
+// atomic per thread that holds one); after a last cluster barrier CTA 0 runs
+// what the row-CTA kernel runs on its list: an exact compaction to at most
+// kWarpList (ties cut by index) and the merge's decision and draw.
+//
+// Why the bits equal the other paths' (the GPU tests' row-alone checks):
+// the list holds every token of the row at or above the pivot, so it is the
+// contract's order down to the pivot, as the row-CTA kernel's list is down to
+// its tau; both end in rowcta_compact and decide_and_draw, whose one-warp
+// finish reads only the sorted top k (pivot_rowcta.cuh has the argument
+// against the chunked path).  Statuses (invalid parameters, NaN or +inf,
+// no eligible token) follow the row-CTA kernel's order on the same
+// statistics.
+//
+// Failure modes: a row the search cannot bracket (a flat row: every token
+// ties, so a pivot counts none or all of them; rows whose sums overflow or
+// cancel in fp32, such as 3,000 + N(0, 1)) is left undecided: its flag in
+// PivotArgs::deferred_rows stays 0 and the chunked kernel's kSkipDone
+// instantiation, launched behind this kernel as its programmatic dependent,
+// takes it (every other row's CTAs there exit after one flag read; the
+// cluster kernel zeroes a left row's ticket, since top-k calls clear no
+// counters).  A
+// cluster needs kClusterCtas co-resident CTAs in one GPC; launches wait for
+// them like any grid.  Only V <= kClusterCtas x kThreads x kClusterItems
+// (131,072) takes this kernel; loads are 16-byte vectors where the row is
+// aligned, else per element.
+#pragma once
+
+#include <cooperative_groups.h>
+
+#include <cub/block/block_reduce.cuh>
+
+#include "cuda/pivot_rowcta.cuh"
+
+namespace tokensift::cuda_detail {
+
+// The first round's aim of pivot j (of 3): Gaussian counts spread
+// geometrically from need / 2 to 0.9 cap.  Real rows have heavier heads than
+// their Gaussian fit (the anchors' 20 boosted tokens sit on top of the tail
+// the fit predicts), so a pivot aimed below the window often lands in it.
+__device__ __forceinline__ float cluster_aim(int j, int need, int cap) {
+  const float lo = fmaxf(0.5f * (float)need, 0.5f), hi = 0.9f * (float)cap;
+  return lo * __powf(hi / lo, 0.5f * (float)j);
+}
+
+// A Gaussian quantile: the z above which `aim` of the row's eligible tokens
+// are expected (the row statistics' mean and sigma).
+__device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float aim) {
+  const float q = fminf(fmaxf(aim, 0.5f), (float)st.eligible - 0.5f) / (float)st.eligible;
+  return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * normcdfinvf(1.0f - q);
+}
+
+template <class T, class Policy>
+__global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
+  namespace cg = cooperative_groups;
+  constexpr int kCtas = Policy::kClusterCtas;
+  constexpr int kPer = Policy::kClusterItems;  // logits per thread
+  constexpr int kVec = 16 / (int)sizeof(T);
+  constexpr int kVecs = kPer / kVec;  // 16-byte vectors per thread
+  constexpr int kSpan = Policy::kThreads * kPer;
+  constexpr int kPivots = 3;
+  constexpr int kRounds = Policy::kClusterRounds;
+  constexpr int kWarps = Policy::kThreads / 32;
+  constexpr float kInf = __builtin_huge_valf();
+  static_assert(kPer % kVec == 0, "whole vectors per thread");
+  __shared__ PivotSmem<Policy> smem;  // CTA 0: the list and the finish
+  __shared__ ChunkStats stats_in[kCtas];  // every CTA's statistics (written by each CTA)
+  __shared__ int counts_in[kRounds][kCtas][kPivots];
+  __shared__ ChunkStats warp_stats[kWarps];
+  __shared__ int warp_counts[kWarps][kPivots];
+  __shared__ RowConfig row_cfg;
+  __shared__ uint64_t tau_sh;
+  MergeSmem<Policy>& sm = smem.merge;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int rank = (int)cluster.block_rank();
+  const int64_t row_id = blockIdx.x / kCtas;
+  const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
+  // A CTA's shared memory may be written by another only once it runs
+  // (compute-sanitizer's racecheck flags the stores otherwise): every CTA
+  // arrives here and waits just before its first remote store, so the wait
+  // overlaps the loads.
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+  // The missed-rows launch behind this one may be scheduled now; it waits
+  // for this kernel's end before it reads a flag.
+  pdl_launch_dependents();
+
+  const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
+  const int32_t vocab = a.vocab;
+  const int32_t begin = rank * kSpan;
+  const bool aligned = (reinterpret_cast<uintptr_t>(row) & 15u) == 0;
+  float x[kPer];
+#pragma unroll
+  for (int v = 0; v < kVecs; ++v) {
+    const int32_t i0 = begin + (v * Policy::kThreads + (int)threadIdx.x) * kVec;
+    if (aligned && i0 + kVec <= vocab) {
+      float f[kVec];
+      unpack_vector<T>(__ldcs(reinterpret_cast<const uint4*>(row + i0)), f);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) x[v * kVec + e] = f[e];
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) x[v * kVec + e] = i0 + e < vocab ? to_float(row[i0 + e]) : -kInf;
+    }
+  }
+  const auto index_of = [&](int j) {
+    return (uint32_t)(begin + ((j / kVec) * Policy::kThreads + (int)threadIdx.x) * kVec + (j % kVec));
+  };
+  if (threadIdx.x == 0) {
+    row_cfg = load_row_config(a.params, row_id, vocab);
+    if (rank == 0) sm.count = 0;  // the list; remote appends come after two cluster barriers
+  }
+  __syncthreads();
+  const RowConfig cfg = row_cfg;
+
+  // 1. Statistics: raw max (status), eligible count, sums of z and z^2.
+  ChunkStats st{-kInf, 0, 0, 0.0f, 0.0f};
+  const bool unit = cfg.temperature == 1.0f;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    st.xmax = max_nan(st.xmax, x[j]);
+    const float sc = unit ? x[j] : contract::scale(x[j], cfg.temperature);
+    x[j] = sc > -kInf ? sc : -kInf;  // NaN: never listed (the row's status is NaN)
+    st.eligible += x[j] > -kInf;
+    add_sample(st, x[j]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    st.xmax = max_nan(st.xmax, __shfl_xor_sync(0xffffffffu, st.xmax, o));
+    st.eligible += __shfl_xor_sync(0xffffffffu, st.eligible, o);
+    st.nsample += __shfl_xor_sync(0xffffffffu, st.nsample, o);
+    st.sum += __shfl_xor_sync(0xffffffffu, st.sum, o);
+    st.sumsq += __shfl_xor_sync(0xffffffffu, st.sumsq, o);
+  }
+  if (lane == 0) warp_stats[warp] = st;
+  __syncthreads();
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every CTA of the cluster runs
+  if ((int)threadIdx.x < kCtas) {  // this CTA's record, into every CTA of the cluster
+    ChunkStats c = warp_stats[0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) c = ChunkStatsOp{}(c, warp_stats[w]);
+    *cluster.map_shared_rank(&stats_in[rank], (unsigned)threadIdx.x) = c;
+  }
+  cluster.sync();
+  ChunkStats rs = stats_in[0];
+#pragma unroll
+  for (int c = 1; c < kCtas; ++c) rs = ChunkStatsOp{}(rs, stats_in[c]);
+
+  // Statuses, in the row-CTA kernel's order (uniform over the cluster).
+  const float kNan = __int_as_float(0x7fffffff);
+  RowResult bad{0, -1, 0, kNan};
+  bool is_bad = true;
+  float zmax = 0.0f;
+  if (cfg.invalid) {
+    bad.status = TOKENSIFT_ROW_INVALID_PARAM;
+  } else if (!(rs.xmax < kInf)) {
+    bad.status = TOKENSIFT_ROW_NAN_INPUT;
+  } else if (!(rs.xmax > -kInf)) {
+    bad.status = TOKENSIFT_ROW_NO_VALID_TOKEN;
+  } else {
+    zmax = contract::scale(contract::key_to_float(contract::order_key(rs.xmax)), cfg.temperature);
+    if (zmax == kInf) bad.status = TOKENSIFT_ROW_NAN_INPUT;
+    else if (rs.eligible == 0) bad.status = TOKENSIFT_ROW_NO_VALID_TOKEN;
+    else is_bad = false;
+  }
+  if (is_bad) {
+    if (rank == 0 && threadIdx.x == 0) {
+      write_result(a.out, row_id, bad);
+      a.deferred_rows[row_id] = 1u;
+    }
+    return;  // uniform: no CTA touches another's memory after the barrier above
+  }
+
+  // 2. The search: three pivots a round, counted by every CTA and exchanged.
+  const int need = min(cfg.top_k, rs.eligible);
+  constexpr int kCap = Policy::kWarpList;
+  const bool spread = sample_var(rs) > 0.0f;
+  float piv[kPivots];
+  // Few eligible tokens: list them all (a pivot below every eligible z).
+  const bool all = rs.eligible <= kCap || !spread;
+#pragma unroll
+  for (int j = 0; j < kPivots; ++j)
+    piv[j] = all ? -3.4028235e38f : cluster_quantile(rs, cluster_aim(kPivots - 1 - j, need, kCap));
+  float g = 0.0f;
+  int total = -1;  // the chosen pivot's count; -1: none yet
+  for (int round = 0; round < kRounds && total < 0; ++round) {
+    int my[kPivots] = {0, 0, 0};
+#pragma unroll
+    for (int j = 0; j < kPer; ++j)
+#pragma unroll
+      for (int p = 0; p < kPivots; ++p) my[p] += x[j] >= piv[p];
+#pragma unroll
+    for (int p = 0; p < kPivots; ++p) {
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) my[p] += __shfl_xor_sync(0xffffffffu, my[p], o);
+    }
+    if (lane == 0)
+#pragma unroll
+      for (int p = 0; p < kPivots; ++p) warp_counts[warp][p] = my[p];
+    __syncthreads();
+    if ((int)threadIdx.x < kCtas) {
+      int c[kPivots] = {0, 0, 0};
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+#pragma unroll
+        for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[w][p];
+      int* dst = cluster.map_shared_rank(&counts_in[round][rank][0], (unsigned)threadIdx.x);
+#pragma unroll
+      for (int p = 0; p < kPivots; ++p) dst[p] = c[p];
+    }
+    cluster.sync();
+    int cnt[kPivots] = {0, 0, 0};
+#pragma unroll
+    for (int c = 0; c < kCtas; ++c)
+#pragma unroll
+      for (int p = 0; p < kPivots; ++p) cnt[p] += counts_in[round][c][p];
+    // Pivots ascend, so counts descend: the highest pivot whose count lands.
+    const int hi_cap = round == kRounds - 1 || all ? Policy::kMergeCap : kCap;
+#pragma unroll
+    for (int p = 0; p < kPivots; ++p)
+      if (cnt[p] >= need && cnt[p] <= hi_cap) g = piv[p], total = cnt[p];
+    if (total >= 0 || all) break;
+    // Re-aim from the pivot whose count is nearest the window (in ratio).
+    int best = 0;
+    float best_d = kInf;
+#pragma unroll
+    for (int p = 0; p < kPivots; ++p) {
+      const float c = fmaxf((float)cnt[p], 0.5f);
+      const float d = c < (float)need ? (float)need / c : c / (float)kCap;
+      if (d < best_d) best_d = d, best = p;
+    }
+    const float base = gaussian_reguess(rs, piv[best], cnt[best], true, need, kCap);
+    const float sd = sqrtf(fmaxf(sample_var(rs), 0.0f));
+    const float step = 0.15f * sd / (float)(round + 1);  // the pivots close in each round
+    piv[0] = base - step, piv[1] = base, piv[2] = base + step;
+  }
+  if (total < 0) {  // not bracketed: the chunked kernel behind this one takes the row
+    if (rank == 0 && threadIdx.x == 0) {
+      a.tickets[row_id] = 0u;
+      a.deferred_rows[row_id] = 0u;
+    }
+    return;
+  }
+
+  // 3. Every token at or above g into CTA 0's list.
+  {
+    int my = 0;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) my += x[j] >= g;
+    if (my) {
+      int pos = atomicAdd(cluster.map_shared_rank(&sm.count, 0u), my);
+      uint64_t* list = cluster.map_shared_rank(&sm.cand[0], 0u);
+#pragma unroll
+      for (int j = 0; j < kPer; ++j)
+        if (x[j] >= g) list[pos++] = pack_order(contract::order_key(x[j]), index_of(j));
+    }
+  }
+  cluster.sync();  // the list is complete; only CTA 0 goes on, on its own memory
+  if (rank != 0) return;
+  if (threadIdx.x == 0) tau_sh = all ? 1ull : pack_order(contract::order_key(g), 0xffffffffu);
+  if (sm.count > kCap) rowcta_compact<Policy>(sm, tau_sh, cfg.top_k, kCap);
+  __syncthreads();
+  const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
+  const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
+  if (threadIdx.x == 0) {
+    if (r.status != kRowDeferred) write_result(a.out, row_id, r);
+    else a.tickets[row_id] = 0u;  // (top-k rows do not defer; as a miss if one did)
+    a.deferred_rows[row_id] = r.status != kRowDeferred ? 1u : 0u;
+  }
+}
+
+}  // namespace tokensift::cuda_detail

@@ -1,0 +1,11 @@
+// The cluster path's kernels for __nv_bfloat16 logits (pivot_cluster.cuh): the cluster
+// kernel and the chunked kernel's kSkipDone instantiation behind it.  In a
+// translation unit of their own: instantiated beside the pivot kernel's
+// other forms (pivot_sampler_bf16.cu), the second copy of the chunked kernel
+// moved ptxas's register allocation in the first (475 of its 59,080
+// instructions in the f32 build), whose SASS the GPU validation is of.
+#include "cuda/pivot_kernels.cuh"
+
+namespace tokensift::cuda_detail {
+template cudaError_t launch_cluster_topk<__nv_bfloat16>(const PivotArgs&, cudaStream_t);
+}  // namespace tokensift::cuda_detail
