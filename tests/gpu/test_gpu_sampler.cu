@@ -1133,18 +1133,23 @@ HostBatch sub_batch(const HostBatch& b, int64_t r0, int64_t n) {
   return s;
 }
 
+// One kAuto call on b with the scalar filter f (log-probs asked for).
+Results run_scalar(const HostBatch& b, const ScalarFilter& f) {
+  GpuSampler g;
+  EXPECT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
+  DeviceBatch d(b);
+  f.apply(d);
+  d.poison();
+  EXPECT_EQ(g.run(d), Status::kOk) << last_error_message();
+  return d.fetch();
+}
+
 // Small batch `small` (the cluster kernel's) against the CPU backend, and
 // each of its rows against row `at[r]` of `big_res`, a larger batch's
 // results (another kernel's): token, status, kept count and log-prob bits.
 void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Results& big_res,
                        const std::vector<int64_t>& at, Tally& t, int& reported, AloneTally& same) {
-  GpuSampler g;
-  ASSERT_EQ(g.init(Algo::kAuto, small.rows, small.vocab, small.dtype), Status::kOk);
-  DeviceBatch d(small);
-  f.apply(d);
-  d.poison();
-  ASSERT_EQ(g.run(d), Status::kOk) << last_error_message();
-  const Results res = d.fetch();
+  const Results res = run_scalar(small, f);
   compare_batch(small, res, run_cpu(small), t, reported, true);
   for (int64_t r = 0; r < small.rows; ++r) {
     const int64_t q = at[(size_t)r];
@@ -1158,17 +1163,6 @@ void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Resu
                     << big_res.token[q] << "/" << big_res.status[q] << "/" << big_res.kept[q] << "/"
                     << big_res.logprob[q];
   }
-}
-
-// One kAuto call on b with the scalar filter f (log-probs asked for).
-Results run_scalar(const HostBatch& b, const ScalarFilter& f) {
-  GpuSampler g;
-  EXPECT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
-  DeviceBatch d(b);
-  f.apply(d);
-  d.poison();
-  EXPECT_EQ(g.run(d), Status::kOk) << last_error_message();
-  return d.fetch();
 }
 
 // Batches of at most PivotPolicy::kClusterMaxRows rows with scalar top-k
