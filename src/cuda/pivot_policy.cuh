@@ -243,7 +243,7 @@ struct PivotPolicy {
   static constexpr int kWarpList = 64;        // lists this short are decided and raced by one warp (top-k < this)
   // Cluster kernel (pivot_cluster.cuh): CTAs per row (16: sm_90's
   // non-portable maximum), logits per thread held in registers, and rounds
-  // of three pivots before a row is left to the row-CTA kernel.
+  // of three pivots before a row is left to the chunked kernel.
   static constexpr int64_t kClusterMaxRows = TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS;
   static constexpr int kClusterCtas = 16;
   static constexpr int kClusterItems = 32;

@@ -127,7 +127,7 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
 // chunked kernel behind it, so the choice cannot change a row's result.  Why
 // small batches only: a cluster holds kClusterCtas SMs for one row, which
 // pays while the batch leaves SMs idle (docs/perf-notes.md v59: the anchors'
-// k50_p0.9 B = 1 / 16 -19 / -17 %).
+// k50_p0.9 B = 1 / 16 -17 / -10 %, same run).
 static bool cluster_applies(const LogitsView& logits, const SamplingParams& p) {
   if (PivotPolicy::kClusterMaxRows <= 0 || logits.rows > PivotPolicy::kClusterMaxRows) return false;
   if (logits.vocab > (int64_t)PivotPolicy::kClusterCtas * PivotPolicy::kThreads * PivotPolicy::kClusterItems)
