@@ -2,10 +2,10 @@
 // small batches of top-k rows (perf-notes step 11 (b), dev/cluster_probe.cu).
 //
 // Why: at B = 1 the chunked kernel spends ~18 us on a V = 129,280 top-k row,
-// of which ~12 go to handing candidates through L2: 32 chunk CTAs each emit
+// ~11 of them past what greedy's one launch costs: 32 chunk CTAs each emit
 // their own top ~80 (the union must hold the row's top k without proof), take
-// a ticket, and the last one loads ~2,500 candidates, pre-selects and
-// decides.  A cluster of kClusterCtas CTAs on sm_90 shares distributed shared
+// a ticket, and the last one loads ~2,500 candidates from L2, pre-selects and
+// decides (perf-notes step 11).  A cluster of kClusterCtas CTAs on sm_90 shares distributed shared
 // memory, so the CTAs can agree on the row's threshold first and hand CTA 0
 // only the tokens above it: ~k candidates, no ticket, no L2 round trip.
 //
