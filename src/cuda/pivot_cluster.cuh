@@ -53,8 +53,6 @@
 
 #include <cooperative_groups.h>
 
-#include <cub/block/block_reduce.cuh>
-
 #include "cuda/pivot_rowcta.cuh"
 
 namespace tokensift::cuda_detail {
