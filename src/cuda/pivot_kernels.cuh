@@ -102,15 +102,6 @@ inline dim3 split_grid(const PivotArgs& a, int parts = 1) {
   return dim3((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
 }
 
-// Whether the current device runs programmatic dependent launches (sm_90 and
-// later).  An attribute query, no stream work: allowed during graph capture.
-inline bool device_has_pdl() {
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
-  return major >= 9;
-}
-
 // A launch of `kernel` over (grid, block) with the call's arguments, as the
 // programmatic dependent of the kernel before it when `dependent` and the
 // device has it (sm_90 and later); elsewhere a plain launch.  The kernel then
@@ -126,7 +117,7 @@ cudaError_t launch_maybe_dependent(Kernel kernel, dim3 grid, bool dependent, con
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (dependent && device_has_pdl()) {
+  if (dependent && device_is_sm90_or_later()) {  // programmatic dependent launches
     cfg.attrs = attr;
     cfg.numAttrs = 1;
   }

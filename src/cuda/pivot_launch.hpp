@@ -8,6 +8,16 @@
 
 namespace tokensift::cuda_detail {
 
+// Whether the current device is sm_90 or later: programmatic dependent
+// launches and thread-block clusters.  An attribute query, no stream work:
+// allowed during graph capture.
+inline bool device_is_sm90_or_later() {
+  int dev = 0, major = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+  return major >= 9;
+}
+
 // The chunk kernel over `blocks` = rows * chunks CTAs, then the split
 // fallback's launches when may_split.  The caller cleared the counters: with
 // a kernel when `dependent` (the chunk kernel is launched as its programmatic

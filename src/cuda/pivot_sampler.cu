@@ -136,10 +136,7 @@ static bool cluster_applies(const LogitsView& logits, const SamplingParams& p) {
   if (contract::is_greedy_temperature(p.temperature.value) || p.min_p.value > 0.0f) return false;
   if (!(p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab && p.top_k.value < PivotPolicy::kWarpList))
     return false;
-  int dev = 0, major = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
-  return major >= 9;
+  return device_is_sm90_or_later();
 }
 
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
