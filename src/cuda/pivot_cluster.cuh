@@ -57,6 +57,41 @@
 
 namespace tokensift::cuda_detail {
 
+// Dev builds only (dev/cluster_trace.cu): per traced row, CTA 0's thread 0
+// stamps each stage (%globaltimer and clock64): 0 entry, 1 parameters in,
+// 2 loads consumed (statistics' block barrier), 3 statistics exchanged, 4-6
+// search rounds' counts exchanged, 7 list complete, 8 compaction done, 9
+// finish done; 10 / 11 the first / last CTA's entry, 12 / 13 the skip
+// launch's first CTA past its wait and its last CTA's exit (globaltimer
+// only).  cluster_trace_info[row] = {rounds run, list size, bracketed}.
+// cluster_trace_alone (host): the launch skips the dependent launch, so a
+// probe can time the cluster kernel alone (rows that bracket only).
+#ifdef TOKENSIFT_CLUSTER_TRACE
+constexpr int kClusterTraceRows = 64;
+__device__ unsigned long long cluster_trace_ns[kClusterTraceRows][14];
+__device__ long long cluster_trace_clk[kClusterTraceRows][10];
+__device__ int cluster_trace_info[kClusterTraceRows][3];
+inline bool cluster_trace_alone = false;
+#define TS_CLUSTER_MARK(i)                                                           \
+  do {                                                                               \
+    if (rank == 0 && threadIdx.x == 0 && row_id < kClusterTraceRows) {               \
+      cluster_trace_ns[row_id][i] = globaltimer_ns();                                \
+      cluster_trace_clk[row_id][i] = clock64();                                      \
+    }                                                                                \
+  } while (0)
+#define TS_CLUSTER_INFO(i, v)                                                                  \
+  do {                                                                                         \
+    if (rank == 0 && threadIdx.x == 0 && row_id < kClusterTraceRows) cluster_trace_info[row_id][i] = (v); \
+  } while (0)
+#else
+#define TS_CLUSTER_MARK(i) \
+  do {                     \
+  } while (0)
+#define TS_CLUSTER_INFO(i, v) \
+  do {                        \
+  } while (0)
+#endif
+
 // The first round's aim of pivot j (of 3): Gaussian counts spread
 // geometrically from need / 2 to 0.9 cap.  Real rows have heavier heads than
 // their Gaussian fit (the anchors' 20 boosted tokens sit on top of the tail
@@ -98,6 +133,13 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   const int rank = (int)cluster.block_rank();
   const int64_t row_id = blockIdx.x / kCtas;
   const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
+  TS_CLUSTER_MARK(0);
+#ifdef TOKENSIFT_CLUSTER_TRACE
+  if (threadIdx.x == 0 && row_id < kClusterTraceRows) {
+    atomicMin(&cluster_trace_ns[row_id][10], globaltimer_ns());
+    atomicMax(&cluster_trace_ns[row_id][11], globaltimer_ns());
+  }
+#endif
   // A CTA's shared memory may be written by another only once it runs
   // (compute-sanitizer's racecheck flags the stores otherwise): every CTA
   // arrives here and waits just before its first remote store, so the wait
@@ -133,6 +175,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     if (rank == 0) sm.count = 0;  // the list; remote appends come after two cluster barriers
   }
   __syncthreads();
+  TS_CLUSTER_MARK(1);
   const RowConfig cfg = row_cfg;
 
   // 1. Statistics: raw max (status), eligible count, sums of z and z^2.
@@ -156,6 +199,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   }
   if (lane == 0) warp_stats[warp] = st;
   __syncthreads();
+  TS_CLUSTER_MARK(2);
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every CTA of the cluster runs
   if ((int)threadIdx.x < kCtas) {  // this CTA's record, into every CTA of the cluster
     ChunkStats c = warp_stats[0];
@@ -167,6 +211,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   ChunkStats rs = stats_in[0];
 #pragma unroll
   for (int c = 1; c < kCtas; ++c) rs = ChunkStatsOp{}(rs, stats_in[c]);
+  TS_CLUSTER_MARK(3);
 
   // Statuses, in the row-CTA kernel's order (uniform over the cluster).
   const float kNan = __int_as_float(0x7fffffff);
@@ -236,6 +281,8 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     for (int c = 0; c < kCtas; ++c)
 #pragma unroll
       for (int p = 0; p < kPivots; ++p) cnt[p] += counts_in[round][c][p];
+    TS_CLUSTER_MARK(4 + round);
+    TS_CLUSTER_INFO(0, round + 1);
     // Pivots ascend, so counts descend: the highest pivot whose count lands.
     const int hi_cap = round == kRounds - 1 || all ? Policy::kMergeCap : kCap;
 #pragma unroll
@@ -256,6 +303,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     const float step = 0.15f * sd / (float)(round + 1);  // the pivots close in each round
     piv[0] = base - step, piv[1] = base, piv[2] = base + step;
   }
+  TS_CLUSTER_INFO(2, total >= 0);
   if (total < 0) {  // not bracketed: the chunked kernel behind this one takes the row
     if (rank == 0 && threadIdx.x == 0) {
       a.tickets[row_id] = 0u;
@@ -279,11 +327,15 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   }
   cluster.sync();  // the list is complete; only CTA 0 goes on, on its own memory
   if (rank != 0) return;
+  TS_CLUSTER_MARK(7);
+  TS_CLUSTER_INFO(1, sm.count);
   if (threadIdx.x == 0) tau_sh = all ? 1ull : pack_order(contract::order_key(g), 0xffffffffu);
   if (sm.count > kCap) rowcta_compact<Policy>(sm, tau_sh, cfg.top_k, kCap);
   __syncthreads();
+  TS_CLUSTER_MARK(8);
   const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
   const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
+  TS_CLUSTER_MARK(9);
   if (threadIdx.x == 0) {
     if (r.status != kRowDeferred) write_result(a.out, row_id, r);
     else a.tickets[row_id] = 0u;  // (top-k rows do not defer; as a miss if one did)

@@ -33,7 +33,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) piv
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
   if constexpr (kSkipDone) {
     pdl_wait_primary();
-    if (load_cg(a.deferred_rows + row) != 0u) return;
+#ifdef TOKENSIFT_CLUSTER_TRACE
+    if (threadIdx.x == 0 && row < kClusterTraceRows) atomicMin(&cluster_trace_ns[row][12], globaltimer_ns());
+#endif
+    if (load_cg(a.deferred_rows + row) != 0u) {
+#ifdef TOKENSIFT_CLUSTER_TRACE
+      if (threadIdx.x == 0 && row < kClusterTraceRows) atomicMax(&cluster_trace_ns[row][13], globaltimer_ns());
+#endif
+      return;
+    }
   }
   TS_SPLIT_ENTRY(0);
   // The streaming split launch may start once every CTA has started: it only
@@ -217,6 +225,9 @@ cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream) {
   cfg.numAttrs = 1;
   e = cudaLaunchKernelEx(&cfg, kernel, a);
   if (e != cudaSuccess) return e;
+#ifdef TOKENSIFT_CLUSTER_TRACE
+  if (cluster_trace_alone) return cudaSuccess;
+#endif
   return launch_maybe_dependent(pivot_sample_kernel<T, PivotPolicy, false, true>,
                                 dim3((unsigned)(a.rows * a.chunks)), true, a, stream);
 }
