@@ -5,14 +5,13 @@
 // +8..+15, fp32):
 //   - per call, as the benchmark times it (graph_rows calls of one row each,
 //     every call on its own row, captured in one graph and replayed; median
-//     of 9): the library's call, the cluster kernel alone (the dependent
-//     launch left out: cluster_trace_alone, valid for rows the search
-//     brackets), greedy, and an empty launch of the cluster's shape;
+//     of 9): the library's call, the same on flat rows (every logit 1.5:
+//     the exact select), greedy, and an empty launch of the cluster's shape;
 //   - per row, from one eager call each (built with TOKENSIFT_CLUSTER_TRACE):
 //     CTA 0's stages by clock64 (us at the SM clock measured here) and the
-//     spread of the CTAs' entries and the skip launch's tail by %globaltimer.
+//     spread of the CTAs' entries by %globaltimer.
 // Without TOKENSIFT_CLUSTER_TRACE only the timings print.
-//   cluster_trace [rows] [top_k] [top_p] [graph_rows]   (defaults 32 50 0.9 480)
+//   cluster_trace [rows] [top_k] [top_p] [graph_rows] [anchors|flat]   (defaults 32 50 0.9 480 anchors)
 // Build (gpu-check's `clustertrace` step builds both forms):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
 //        [-DTOKENSIFT_CLUSTER_TRACE] dev/cluster_trace.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o /tmp/ct
@@ -21,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "cuda/pivot_kernels.cuh"  // the kernels, instantiated here by launch_pivot
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   const int graph_rows = argc > 4 ? atoi(argv[4]) : 480;
   printf("V = %lld, k = %d, p = %.2f, fp32 anchors' rows\n", (long long)V, p.top_k.value, p.top_p.value);
 
-  {  // per call, as the benchmark times it
+  if (graph_rows > 0) {  // per call, as the benchmark times it
     const probe::RowBench many(probe::anchor_rows(graph_rows, V, 2.0f, 20), V);
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -86,13 +86,9 @@ int main(int argc, char** argv) {
                       graph_rows, s);
     };
     const float t_lib = lib(p);
-#ifdef TOKENSIFT_CLUSTER_TRACE
-    cluster_trace_alone = true;
-    const float t_alone = lib(p);
-    cluster_trace_alone = false;
-#else
-    const float t_alone = -1.0f;
-#endif
+    const probe::RowBench flat(std::vector<float>((size_t)graph_rows * V, 1.5f), V);
+    const float t_flat = graph_us(
+        [&](int i, cudaStream_t st) { launch_pivot(flat.row(i), p, flat.outputs(), flat.workspace, st); }, graph_rows, s);
     SamplingParams gp;
     gp.temperature.value = 0.0f;
     const float t_greedy = lib(gp);
@@ -113,22 +109,23 @@ int main(int argc, char** argv) {
           cudaLaunchKernelEx(&lc, empty_kernel, flags);
         },
         graph_rows, s);
-    printf("graph replay, %d calls of one row each (us per call): library %.2f, cluster kernel alone %.2f, "
+    printf("graph replay, %d calls of one row each (us per call): library %.2f, flat rows %.2f, "
            "greedy %.2f, empty cluster launch %.2f (%s)\n",
-           graph_rows, t_lib, t_alone, t_greedy, t_empty, cudaGetErrorString(cudaGetLastError()));
+           graph_rows, t_lib, t_flat, t_greedy, t_empty, cudaGetErrorString(cudaGetLastError()));
   }
 
 #ifdef TOKENSIFT_CLUSTER_TRACE
   const double mhz = probe::sm_clock_mhz();
   printf("SM clock %.0f MHz; per row, one eager call each (%d rows):\n", mhz, rows);
-  const probe::RowBench rb(probe::anchor_rows(rows, V, 2.0f, 20), V);
-  std::vector<double> st[10], spread, cta0_late, skip_wait, skip_exit, listed;
+  const bool flat_rows = argc > 5 && std::string(argv[5]) == "flat";
+  const probe::RowBench rb(flat_rows ? std::vector<float>((size_t)rows * V, 1.5f) : probe::anchor_rows(rows, V, 2.0f, 20), V);
+  std::vector<double> st[11], spread, cta0_late, listed;
   int rounds_hist[4] = {0, 0, 0, 0}, missed = 0;
   for (int r = 0; r < rows; ++r) {
-    unsigned long long ns[kClusterTraceRows][14] = {};
-    long long clk[kClusterTraceRows][10] = {};
+    unsigned long long ns[kClusterTraceRows][13] = {};
+    long long clk[kClusterTraceRows][13] = {};
     int info[kClusterTraceRows][3] = {};
-    ns[0][10] = ns[0][12] = ~0ull;
+    ns[0][10] = ~0ull;
     cudaMemcpyToSymbol(cluster_trace_ns, ns, sizeof ns);
     cudaMemcpyToSymbol(cluster_trace_clk, clk, sizeof clk);
     cudaMemcpyToSymbol(cluster_trace_info, info, sizeof info);
@@ -139,33 +136,29 @@ int main(int argc, char** argv) {
     const auto us = [&](int a, int b) { return (double)(clk[0][b] - clk[0][a]) / mhz; };
     const int rounds = info[0][0];
     rounds_hist[std::min(rounds, 3)]++;
-    if (!info[0][2]) {
-      ++missed;
-      continue;
-    }
+    const bool exact = !info[0][2];
+    missed += exact;
     st[0].push_back(us(0, 1));
     st[1].push_back(us(1, 2));
     st[2].push_back(us(2, 3));
     for (int k = 0; k < rounds; ++k) st[3 + k].push_back(us(3 + k, 4 + k));
-    st[6].push_back(us(3 + rounds, 7));
+    if (exact) st[10].push_back(us(3 + rounds, 12));
+    st[6].push_back(us(exact ? 12 : 3 + rounds, 7));
     st[7].push_back(us(7, 8));
     st[8].push_back(us(8, 9));
     st[9].push_back(us(0, 9));
     spread.push_back((double)(ns[0][11] - ns[0][10]) / 1e3);
     cta0_late.push_back((double)(ns[0][0] - ns[0][10]) / 1e3);
-    if (ns[0][12] != ~0ull) skip_wait.push_back(((double)ns[0][12] - (double)ns[0][9]) / 1e3);
-    if (ns[0][13] != 0) skip_exit.push_back(((double)ns[0][13] - (double)ns[0][9]) / 1e3);
     listed.push_back(info[0][1]);
   }
-  printf("  rounds: 1 %d, 2 %d, 3 %d; not bracketed %d\n", rounds_hist[1], rounds_hist[2], rounds_hist[3], missed);
-  const char* names[10] = {"parameters in (0-1)", "loads consumed (1-2)", "statistics exchanged (2-3)",
-                           "round 1 (3-4)", "round 2 (4-5)", "round 3 (5-6)", "list (last round-7)",
-                           "compaction (7-8)", "finish (8-9)", "CTA 0 entry to finish (0-9)"};
-  for (int k = 0; k < 10; ++k) probe::stats_line(names[k], st[k]);
+  printf("  rounds: 1 %d, 2 %d, 3 %d; not bracketed (exact select) %d\n", rounds_hist[1], rounds_hist[2], rounds_hist[3], missed);
+  const char* names[11] = {"parameters in (0-1)", "loads consumed (1-2)", "statistics exchanged (2-3)",
+                           "round 1 (3-4)", "round 2 (4-5)", "round 3 (5-6)", "list (search-7)",
+                           "compaction (7-8)", "finish (8-9)", "CTA 0 entry to finish (0-9)",
+                           "exact select (last round-12)"};
+  for (int k = 0; k < 11; ++k) probe::stats_line(names[k], st[k]);
   probe::stats_line("CTA entries' spread", spread);
   probe::stats_line("CTA 0 after first entry", cta0_late);
-  probe::stats_line("skip: first past wait - 9", skip_wait);
-  probe::stats_line("skip: last exit - 9", skip_exit);
   probe::stats_line("list size (tokens)", listed);
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
 #endif

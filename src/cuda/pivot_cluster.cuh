@@ -22,29 +22,31 @@
 // or above each pivot and the counts are exchanged the same way.  A pivot whose count
 // lands in the window ends the search; otherwise the pivots re-aim from the
 // count nearest the window (gaussian_reguess), up to kClusterRounds rounds,
-// the last of which accepts any count in [need, kMergeCap].  (3) Every token
-// at or above the chosen pivot goes into CTA 0's candidate list (a remote
+// the last of which accepts any count in [need, kMergeCap].  A row no pivot
+// brackets takes an exact radix select instead (cluster_exact_select: the
+// k-th key in four 8-bit passes, its ties cut by index), which lists exactly
+// the row's top `need`.  (3) Every token at or above the chosen pivot (or
+// in the exact top `need`) goes into CTA 0's candidate list (a remote
 // atomic per thread that holds one); after a last cluster barrier CTA 0 runs
 // what the row-CTA kernel runs on its list: an exact compaction to at most
-// kWarpList (ties cut by index) and the merge's decision and draw.
+// kWarpList (ties cut by index) and the merge's decision and draw.  One
+// launch, no workspace: every row is decided here.
 //
 // Why the bits equal the other paths' (the GPU tests' row-alone checks):
 // the list holds every token of the row at or above the pivot, so it is the
 // contract's order down to the pivot, as the row-CTA kernel's list is down to
-// its tau; both end in rowcta_compact and decide_and_draw, whose one-warp
-// finish reads only the sorted top k (pivot_rowcta.cuh has the argument
+// its tau (the exact path's list is the row's top k itself); both end in
+// rowcta_compact and decide_and_draw, whose one-warp finish reads only the
+// sorted top k (pivot_rowcta.cuh has the argument
 // against the chunked path).  Statuses (invalid parameters, NaN or +inf,
 // no eligible token) follow the row-CTA kernel's order on the same
 // statistics.
 //
 // Failure modes: a row the search cannot bracket (a flat row: every token
 // ties, so a pivot counts none or all of them; rows whose sums overflow or
-// cancel in fp32, such as 3,000 + N(0, 1)) is left undecided: its flag in
-// PivotArgs::deferred_rows stays 0 and the chunked kernel's kSkipDone
-// instantiation, launched behind this kernel as its programmatic dependent,
-// takes it (every other row's CTAs there exit after one flag read; the
-// cluster kernel zeroes a left row's ticket, since top-k calls clear no
-// counters).  A
+// cancel in fp32, such as 3,000 + N(0, 1)) pays the exact select, four more
+// cluster barriers and histograms (v59 sent it to the chunked kernel in a
+// second launch that every call then waited for, perf-notes v60).  A
 // cluster needs kClusterCtas co-resident CTAs in one GPC; launches wait for
 // them like any grid.  Only V <= kClusterCtas x kThreads x kClusterItems
 // (131,072) takes this kernel; loads are 16-byte vectors where the row is
@@ -61,17 +63,14 @@ namespace tokensift::cuda_detail {
 // stamps each stage (%globaltimer and clock64): 0 entry, 1 parameters in,
 // 2 loads consumed (statistics' block barrier), 3 statistics exchanged, 4-6
 // search rounds' counts exchanged, 7 list complete, 8 compaction done, 9
-// finish done; 10 / 11 the first / last CTA's entry, 12 / 13 the skip
-// launch's first CTA past its wait and its last CTA's exit (globaltimer
-// only).  cluster_trace_info[row] = {rounds run, list size, bracketed}.
-// cluster_trace_alone (host): the launch skips the dependent launch, so a
-// probe can time the cluster kernel alone (rows that bracket only).
+// finish done, 12 the exact select done (rows the search did not bracket);
+// 10 / 11 (globaltimer only) the first / last CTA's entry.
+// cluster_trace_info[row] = {rounds run, list size, bracketed}.
 #ifdef TOKENSIFT_CLUSTER_TRACE
 constexpr int kClusterTraceRows = 64;
-__device__ unsigned long long cluster_trace_ns[kClusterTraceRows][14];
-__device__ long long cluster_trace_clk[kClusterTraceRows][10];
+__device__ unsigned long long cluster_trace_ns[kClusterTraceRows][13];
+__device__ long long cluster_trace_clk[kClusterTraceRows][13];
 __device__ int cluster_trace_info[kClusterTraceRows][3];
-inline bool cluster_trace_alone = false;
 #define TS_CLUSTER_MARK(i)                                                           \
   do {                                                                               \
     if (rank == 0 && threadIdx.x == 0 && row_id < kClusterTraceRows) {               \
@@ -108,6 +107,99 @@ __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float ai
   return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * normcdfinvf(1.0f - q);
 }
 
+// The exact top `need` of a row the search could not bracket (ties at the
+// k-th key, a flat row, a row the Gaussian fit misses): an MSB-first radix
+// select of the k-th key over the cluster, 8 bits a pass.  Each CTA counts
+// its tokens under the prefix so far into a 256-bin histogram (one shared
+// atomic per distinct digit of a warp: __match_any_sync, so a flat row's
+// warps do not serialize on one bin); after a cluster barrier every CTA sums
+// each bin over the 16 CTAs in rank order and scans, so all pick the same
+// digit.  Two histogram buffers alternate: a CTA clears one only after the
+// next barrier, which every CTA passes after reading it.  Then the ties at
+// the k-th key are cut by index: the CTAs hold the row in rank order, so CTA
+// c takes the first (remaining - ties of CTAs before c) of its own, found by
+// one block scan per 16-byte vector (a thread's vectors are the row's in
+// (vector, thread, element) order).  Returns the k-th key; `take` marks the
+// thread's listed ties.  hist: 512 ints of this CTA's shared memory that no
+// other CTA touches before the list's barrier.
+template <class Policy, int kPer, int kVec, class ScanTemp>
+__device__ __forceinline__ uint32_t cluster_exact_select(cooperative_groups::cluster_group& cluster, int rank,
+                                                         const float (&x)[kPer], int need, int* hist, int* ties,
+                                                         ScanTemp& temp, uint32_t& take) {
+  constexpr int kCtas = Policy::kClusterCtas;
+  constexpr int kBins = 256;
+  static_assert(Policy::kThreads == kBins, "one bin per thread");
+  static_assert(kPer <= 32, "take is a 32-bit mask");
+  using Scan = cub::BlockScan<int, Policy::kThreads>;
+  const int tid = (int)threadIdx.x, lane = tid & 31;
+  uint32_t prefix = 0, pmask = 0;
+  int remaining = need;  // tokens still to take at or below the prefix
+#pragma unroll 1
+  for (int pass = 0; pass < 4; ++pass) {
+    const int shift = 24 - 8 * pass;
+    int* h = hist + (pass & 1) * kBins;
+    h[tid] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const uint32_t key = contract::order_key(x[j]);
+      const bool in = (key & pmask) == prefix;
+      const uint32_t d = (key >> shift) & 255u;
+      const unsigned peers = __match_any_sync(0xffffffffu, in ? d : 256u);
+      if (in && lane == __ffs((int)peers) - 1) atomicAdd(&h[d], __popc(peers));
+    }
+    cluster.sync();  // every CTA's histogram of this pass is complete
+    const int bin = kBins - 1 - tid;  // thread 0 holds the highest digit
+    int c = 0;
+#pragma unroll
+    for (int r = 0; r < kCtas; ++r) c += *cluster.map_shared_rank(&h[bin], (unsigned)r);
+    int incl;
+    Scan(temp).InclusiveSum(c, incl);
+    if (incl - c < remaining && remaining <= incl) {
+      ties[kCtas] = bin;
+      ties[kCtas + 1] = remaining - (incl - c);
+    }
+    __syncthreads();
+    prefix |= (uint32_t)ties[kCtas] << shift;
+    pmask |= 255u << shift;
+    remaining = ties[kCtas + 1];
+    __syncthreads();  // temp and ties[kCtas..] are written again
+  }
+  // Each CTA's count at the k-th key is its last histogram's bin (buffer 1).
+  if (tid < kCtas) ties[tid] = *cluster.map_shared_rank(hist + kBins + (int)(prefix & 255u), (unsigned)tid);
+  __syncthreads();
+  int before = 0;
+  for (int r = 0; r < rank; ++r) before += ties[r];
+  const int mine = ties[rank];
+  const int q = min(max(remaining - before, 0), mine);  // uniform in the CTA
+  take = 0;
+  if (q == mine) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) take |= (uint32_t)(contract::order_key(x[j]) == prefix) << j;
+  } else if (q > 0) {
+    int base = 0;
+#pragma unroll
+    for (int v = 0; v < kPer / kVec; ++v) {
+      int c = 0;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) c += contract::order_key(x[v * kVec + e]) == prefix;
+      int pre, tot;
+      Scan(temp).ExclusiveSum(c, pre, tot);
+      int pos = base + pre;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        if (contract::order_key(x[v * kVec + e]) == prefix) {
+          if (pos < q) take |= 1u << (v * kVec + e);
+          ++pos;
+        }
+      }
+      base += tot;
+      __syncthreads();  // temp is reused
+    }
+  }
+  return prefix;
+}
+
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   namespace cg = cooperative_groups;
@@ -128,6 +220,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   __shared__ int warp_counts[kWarps][kPivots];
   __shared__ RowConfig row_cfg;
   __shared__ uint64_t tau_sh;
+  __shared__ int smem_ties[kCtas + 2];  // the exact path: each CTA's ties at the k-th key; digit and rank
   MergeSmem<Policy>& sm = smem.merge;
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -145,9 +238,6 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   // arrives here and waits just before its first remote store, so the wait
   // overlaps the loads.
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-  // The missed-rows launch behind this one may be scheduled now; it waits
-  // for this kernel's end before it reads a flag.
-  pdl_launch_dependents();
 
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
@@ -231,10 +321,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     else is_bad = false;
   }
   if (is_bad) {
-    if (rank == 0 && threadIdx.x == 0) {
-      write_result(a.out, row_id, bad);
-      a.deferred_rows[row_id] = 1u;
-    }
+    if (rank == 0 && threadIdx.x == 0) write_result(a.out, row_id, bad);
     return;  // uniform: no CTA touches another's memory after the barrier above
   }
 
@@ -304,43 +391,67 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     piv[0] = base - step, piv[1] = base, piv[2] = base + step;
   }
   TS_CLUSTER_INFO(2, total >= 0);
-  if (total < 0) {  // not bracketed: the chunked kernel behind this one takes the row
-    if (rank == 0 && threadIdx.x == 0) {
-      a.tickets[row_id] = 0u;
-      a.deferred_rows[row_id] = 0u;
-    }
-    return;
+  // Not bracketed (ties at the k-th key, or a row the Gaussian fit misses):
+  // the exact top `need` by a radix select across the cluster.
+  const bool exact = total < 0;
+  uint32_t kth = 0;    // the exact path's k-th key
+  uint32_t take = 0;   // the exact path: which of this thread's ties at kth are listed (bit j)
+  if (exact) {
+    // Its histograms lie past the list's first kWarpList entries, the only
+    // ones the appends below reach (the list is `need` < kWarpList long).
+    kth = cluster_exact_select<Policy, kPer, kVec>(cluster, rank, x, need,
+                                                   reinterpret_cast<int*>(sm.cand + Policy::kWarpList), smem_ties,
+                                                   sm.temp.scan_int, take);
   }
+  TS_CLUSTER_MARK(12);
 
-  // 3. Every token at or above g into CTA 0's list.
+  // 3. Every token at or above g (the exact path: above kth, and the ties
+  // at kth it takes) into CTA 0's list.
   {
+    const auto listed = [&](int j) {
+      if (!exact) return x[j] >= g;
+      const uint32_t key = contract::order_key(x[j]);
+      return key > kth || (key == kth && ((take >> j) & 1u));
+    };
     int my = 0;
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) my += x[j] >= g;
+    for (int j = 0; j < kPer; ++j) my += listed(j);
     if (my) {
       int pos = atomicAdd(cluster.map_shared_rank(&sm.count, 0u), my);
       uint64_t* list = cluster.map_shared_rank(&sm.cand[0], 0u);
 #pragma unroll
       for (int j = 0; j < kPer; ++j)
-        if (x[j] >= g) list[pos++] = pack_order(contract::order_key(x[j]), index_of(j));
+        if (listed(j)) list[pos++] = pack_order(contract::order_key(x[j]), index_of(j));
     }
   }
   cluster.sync();  // the list is complete; only CTA 0 goes on, on its own memory
   if (rank != 0) return;
   TS_CLUSTER_MARK(7);
   TS_CLUSTER_INFO(1, sm.count);
-  if (threadIdx.x == 0) tau_sh = all ? 1ull : pack_order(contract::order_key(g), 0xffffffffu);
-  if (sm.count > kCap) rowcta_compact<Policy>(sm, tau_sh, cfg.top_k, kCap);
+  if (exact) {
+    // The list is the row's top `need` (< kWarpList) exactly: every unlisted
+    // token is below its last entry.
+    if (threadIdx.x < 32) {
+      uint64_t lo = ~0ull;
+      for (int i = (int)threadIdx.x; i < sm.count; i += 32) lo = sm.cand[i] < lo ? sm.cand[i] : lo;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const uint64_t y = __shfl_xor_sync(0xffffffffu, lo, o);
+        lo = y < lo ? y : lo;
+      }
+      if (threadIdx.x == 0) tau_sh = lo;
+    }
+  } else if (threadIdx.x == 0) {
+    tau_sh = all ? 1ull : pack_order(contract::order_key(g), 0xffffffffu);
+  }
+  __syncthreads();
+  if (!exact && sm.count > kCap) rowcta_compact<Policy>(sm, tau_sh, cfg.top_k, kCap);
   __syncthreads();
   TS_CLUSTER_MARK(8);
   const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
   const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
   TS_CLUSTER_MARK(9);
-  if (threadIdx.x == 0) {
-    if (r.status != kRowDeferred) write_result(a.out, row_id, r);
-    else a.tickets[row_id] = 0u;  // (top-k rows do not defer; as a miss if one did)
-    a.deferred_rows[row_id] = r.status != kRowDeferred ? 1u : 0u;
-  }
+  if (threadIdx.x == 0) write_result(a.out, row_id, r);  // top-k rows with k < kWarpList never defer
 }
 
 }  // namespace tokensift::cuda_detail
