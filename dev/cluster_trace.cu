@@ -119,11 +119,11 @@ int main(int argc, char** argv) {
   printf("SM clock %.0f MHz; per row, one eager call each (%d rows):\n", mhz, rows);
   const bool flat_rows = argc > 5 && std::string(argv[5]) == "flat";
   const probe::RowBench rb(flat_rows ? std::vector<float>((size_t)rows * V, 1.5f) : probe::anchor_rows(rows, V, 2.0f, 20), V);
-  std::vector<double> st[11], spread, cta0_late, listed;
+  std::vector<double> st[14], spread, cta0_late, listed;
   int rounds_hist[4] = {0, 0, 0, 0}, missed = 0;
   for (int r = 0; r < rows; ++r) {
-    unsigned long long ns[kClusterTraceRows][13] = {};
-    long long clk[kClusterTraceRows][13] = {};
+    unsigned long long ns[kClusterTraceRows][16] = {};
+    long long clk[kClusterTraceRows][16] = {};
     int info[kClusterTraceRows][3] = {};
     ns[0][10] = ~0ull;
     cudaMemcpyToSymbol(cluster_trace_ns, ns, sizeof ns);
@@ -143,6 +143,9 @@ int main(int argc, char** argv) {
     st[2].push_back(us(2, 3));
     for (int k = 0; k < rounds; ++k) st[3 + k].push_back(us(3 + k, 4 + k));
     if (exact) st[10].push_back(us(3 + rounds, 12));
+    st[11].push_back(us(3, 13));
+    st[12].push_back(us(13, 14));
+    st[13].push_back(us(14, 15));
     st[6].push_back(us(exact ? 12 : 3 + rounds, 7));
     st[7].push_back(us(7, 8));
     st[8].push_back(us(8, 9));
@@ -152,11 +155,12 @@ int main(int argc, char** argv) {
     listed.push_back(info[0][1]);
   }
   printf("  rounds: 1 %d, 2 %d, 3 %d; not bracketed (exact select) %d\n", rounds_hist[1], rounds_hist[2], rounds_hist[3], missed);
-  const char* names[11] = {"parameters in (0-1)", "loads consumed (1-2)", "statistics exchanged (2-3)",
+  const char* names[14] = {"parameters in (0-1)", "loads consumed (1-2)", "statistics exchanged (2-3)",
                            "round 1 (3-4)", "round 2 (4-5)", "round 3 (5-6)", "list (search-7)",
                            "compaction (7-8)", "finish (8-9)", "CTA 0 entry to finish (0-9)",
-                           "exact select (last round-12)"};
-  for (int k = 0; k < 11; ++k) probe::stats_line(names[k], st[k]);
+                           "exact select (last round-12)", "  first pivots (3-13)",
+                           "  round 1 count (13-14)", "  round 1 exchange (14-15)"};
+  for (int k = 0; k < 14; ++k) probe::stats_line(names[k], st[k]);
   probe::stats_line("CTA entries' spread", spread);
   probe::stats_line("CTA 0 after first entry", cta0_late);
   probe::stats_line("list size (tokens)", listed);

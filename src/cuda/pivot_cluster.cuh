@@ -63,13 +63,14 @@ namespace tokensift::cuda_detail {
 // stamps each stage (%globaltimer and clock64): 0 entry, 1 parameters in,
 // 2 loads consumed (statistics' block barrier), 3 statistics exchanged, 4-6
 // search rounds' counts exchanged, 7 list complete, 8 compaction done, 9
-// finish done, 12 the exact select done (rows the search did not bracket);
+// finish done, 12 the exact select done (rows the search did not bracket),
+// 13 the first pivots set, 14 / 15 round 1's counts in shared memory / exchanged;
 // 10 / 11 (globaltimer only) the first / last CTA's entry.
 // cluster_trace_info[row] = {rounds run, list size, bracketed}.
 #ifdef TOKENSIFT_CLUSTER_TRACE
 constexpr int kClusterTraceRows = 64;
-__device__ unsigned long long cluster_trace_ns[kClusterTraceRows][13];
-__device__ long long cluster_trace_clk[kClusterTraceRows][13];
+__device__ unsigned long long cluster_trace_ns[kClusterTraceRows][16];
+__device__ long long cluster_trace_clk[kClusterTraceRows][16];
 __device__ int cluster_trace_info[kClusterTraceRows][3];
 #define TS_CLUSTER_MARK(i)                                                           \
   do {                                                                               \
@@ -221,6 +222,8 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   __shared__ RowConfig row_cfg;
   __shared__ uint64_t tau_sh;
   __shared__ int smem_ties[kCtas + 2];  // the exact path: each CTA's ties at the k-th key; digit and rank
+  __shared__ int local_n, local_base;   // this CTA's part of the list: its count, its place (exact path)
+  __shared__ int finish_decided;
   MergeSmem<Policy>& sm = smem.merge;
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -262,6 +265,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   };
   if (threadIdx.x == 0) {
     row_cfg = load_row_config(a.params, row_id, vocab);
+    local_n = 0;
     if (rank == 0) sm.count = 0;  // the list; remote appends come after two cluster barriers
   }
   __syncthreads();
@@ -337,6 +341,8 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     piv[j] = all ? -3.4028235e38f : cluster_quantile(rs, cluster_aim(kPivots - 1 - j, need, kCap));
   float g = 0.0f;
   int total = -1;  // the chosen pivot's count; -1: none yet
+  int chosen_round = 0, chosen_p = 0;  // where its per-CTA counts are (counts_in)
+  TS_CLUSTER_MARK(13);
   for (int round = 0; round < kRounds && total < 0; ++round) {
     int my[kPivots] = {0, 0, 0};
 #pragma unroll
@@ -352,6 +358,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
 #pragma unroll
       for (int p = 0; p < kPivots; ++p) warp_counts[warp][p] = my[p];
     __syncthreads();
+    if (round == 0) TS_CLUSTER_MARK(14);
     if ((int)threadIdx.x < kCtas) {
       int c[kPivots] = {0, 0, 0};
 #pragma unroll
@@ -363,6 +370,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
       for (int p = 0; p < kPivots; ++p) dst[p] = c[p];
     }
     cluster.sync();
+    if (round == 0) TS_CLUSTER_MARK(15);
     int cnt[kPivots] = {0, 0, 0};
 #pragma unroll
     for (int c = 0; c < kCtas; ++c)
@@ -374,7 +382,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     const int hi_cap = round == kRounds - 1 || all ? Policy::kMergeCap : kCap;
 #pragma unroll
     for (int p = 0; p < kPivots; ++p)
-      if (cnt[p] >= need && cnt[p] <= hi_cap) g = piv[p], total = cnt[p];
+      if (cnt[p] >= need && cnt[p] <= hi_cap) g = piv[p], total = cnt[p], chosen_round = round, chosen_p = p;
     if (total >= 0 || all) break;
     // Re-aim from the pivot whose count is nearest the window (in ratio).
     int best = 0;
@@ -406,7 +414,11 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   TS_CLUSTER_MARK(12);
 
   // 3. Every token at or above g (the exact path: above kth, and the ties
-  // at kth it takes) into CTA 0's list.
+  // at kth it takes) into CTA 0's list.  A CTA's place in the list is the
+  // sum of the counts of the CTAs before it at the chosen pivot (counts_in),
+  // a token's place in its CTA's part a local atomic: remote atomics on one
+  // word of CTA 0 serialize (~2.8 us for ~55 tokens at B = 1, v60's trace).
+  // The exact path's counts were not exchanged: one remote atomic a CTA.
   {
     const auto listed = [&](int j) {
       if (!exact) return x[j] >= g;
@@ -416,8 +428,17 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     int my = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) my += listed(j);
+    int pos = my ? atomicAdd(&local_n, my) : 0;
+    if (exact) {
+      __syncthreads();  // local_n is this CTA's count
+      if (threadIdx.x == 0) local_base = atomicAdd(cluster.map_shared_rank(&sm.count, 0u), local_n);
+      __syncthreads();
+      pos += local_base;
+    } else {
+      for (int c = 0; c < rank; ++c) pos += counts_in[chosen_round][c][chosen_p];
+      if (rank == 0 && threadIdx.x == 0) sm.count = total;
+    }
     if (my) {
-      int pos = atomicAdd(cluster.map_shared_rank(&sm.count, 0u), my);
       uint64_t* list = cluster.map_shared_rank(&sm.cand[0], 0u);
 #pragma unroll
       for (int j = 0; j < kPer; ++j)
@@ -449,9 +470,33 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   __syncthreads();
   TS_CLUSTER_MARK(8);
   const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
-  const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
+  // The finish: what decide_and_draw runs on a list of at most kWarpList
+  // without min-p (pre-selection and its block-wide paths skipped), called
+  // here directly: warp_decide_and_race with the same arguments, then the
+  // same result and log-prob.  Out of line, decide_and_draw (every path of
+  // the merge) cost ~3.5 us at B = 1, mostly its cold code (v60's trace).
+  // It still takes any list the one-warp finish leaves undecided.
+  if (threadIdx.x < 32) {
+    const WarpListResult w = warp_decide_and_race<Policy>(sm.cand, sm.count, next == 0, next, cfg, zmax, nullptr, 0,
+                                                          a.out.logprobs != nullptr);
+    if (threadIdx.x == 0) {
+      finish_decided = w.decided;
+      if (w.decided) {
+        float lp = kNan;
+        if (a.out.logprobs) {
+          const float z = contract::scale(to_float(row[w.token]), cfg.temperature);
+          lp = (float)(((double)z - (double)zmax) - log(w.kept_mass));
+        }
+        write_result(a.out, row_id, RowResult{TOKENSIFT_ROW_OK, w.token, w.kept, lp});
+      }
+    }
+  }
+  __syncthreads();
+  if (!finish_decided) {
+    const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
+    if (threadIdx.x == 0) write_result(a.out, row_id, r);  // top-k rows with k < kWarpList never defer
+  }
   TS_CLUSTER_MARK(9);
-  if (threadIdx.x == 0) write_result(a.out, row_id, r);  // top-k rows with k < kWarpList never defer
 }
 
 }  // namespace tokensift::cuda_detail
