@@ -119,18 +119,21 @@ int main(int argc, char** argv) {
   printf("SM clock %.0f MHz; per row, one eager call each (%d rows):\n", mhz, rows);
   const bool flat_rows = argc > 5 && std::string(argv[5]) == "flat";
   const probe::RowBench rb(flat_rows ? std::vector<float>((size_t)rows * V, 1.5f) : probe::anchor_rows(rows, V, 2.0f, 20), V);
-  std::vector<double> st[14], spread, cta0_late, listed;
+  std::vector<double> st[17], spread, cta0_late, listed, last_at_list;
   int rounds_hist[4] = {0, 0, 0, 0}, missed = 0;
   for (int r = 0; r < rows; ++r) {
     unsigned long long ns[kClusterTraceRows][16] = {};
     long long clk[kClusterTraceRows][16] = {};
     int info[kClusterTraceRows][3] = {};
-    ns[0][10] = ~0ull;
+    unsigned long long span[kClusterTraceRows][3] = {};
+    span[0][0] = ~0ull;
     cudaMemcpyToSymbol(cluster_trace_ns, ns, sizeof ns);
+    cudaMemcpyToSymbol(cluster_trace_span, span, sizeof span);
     cudaMemcpyToSymbol(cluster_trace_clk, clk, sizeof clk);
     cudaMemcpyToSymbol(cluster_trace_info, info, sizeof info);
     rb.call(r, p);
     cudaMemcpyFromSymbol(ns, cluster_trace_ns, sizeof ns);
+    cudaMemcpyFromSymbol(span, cluster_trace_span, sizeof span);
     cudaMemcpyFromSymbol(clk, cluster_trace_clk, sizeof clk);
     cudaMemcpyFromSymbol(info, cluster_trace_info, sizeof info);
     const auto us = [&](int a, int b) { return (double)(clk[0][b] - clk[0][a]) / mhz; };
@@ -150,19 +153,28 @@ int main(int argc, char** argv) {
     st[7].push_back(us(7, 8));
     st[8].push_back(us(8, 9));
     st[9].push_back(us(0, 9));
-    spread.push_back((double)(ns[0][11] - ns[0][10]) / 1e3);
-    cta0_late.push_back((double)(ns[0][0] - ns[0][10]) / 1e3);
+    spread.push_back((double)(span[0][1] - span[0][0]) / 1e3);
+    cta0_late.push_back(((double)ns[0][0] - (double)span[0][0]) / 1e3);
+    if (!exact) {
+      st[14].push_back(us(3 + rounds, 10));
+      st[15].push_back(us(10, 11));
+      st[16].push_back(us(11, 7));
+      last_at_list.push_back(((double)span[0][2] - (double)ns[0][11]) / 1e3);
+    }
     listed.push_back(info[0][1]);
   }
   printf("  rounds: 1 %d, 2 %d, 3 %d; not bracketed (exact select) %d\n", rounds_hist[1], rounds_hist[2], rounds_hist[3], missed);
-  const char* names[14] = {"parameters in (0-1)", "loads consumed (1-2)", "statistics exchanged (2-3)",
+  const char* names[17] = {"parameters in (0-1)", "loads consumed (1-2)", "statistics exchanged (2-3)",
                            "round 1 (3-4)", "round 2 (4-5)", "round 3 (5-6)", "list (search-7)",
                            "compaction (7-8)", "finish (8-9)", "CTA 0 entry to finish (0-9)",
                            "exact select (last round-12)", "  first pivots (3-13)",
-                           "  round 1 count (13-14)", "  round 1 exchange (14-15)"};
-  for (int k = 0; k < 14; ++k) probe::stats_line(names[k], st[k]);
+                           "  round 1 count (13-14)", "  round 1 exchange (14-15)",
+                           "  list: decision (search-10)", "  list: count, stores (10-11)",
+                           "  list: barrier (11-7)"};
+  for (int k = 0; k < 17; ++k) probe::stats_line(names[k], st[k]);
   probe::stats_line("CTA entries' spread", spread);
   probe::stats_line("CTA 0 after first entry", cta0_late);
+  probe::stats_line("last CTA at list barrier - 11", last_at_list);
   probe::stats_line("list size (tokens)", listed);
   printf("err %s\n", cudaGetErrorString(cudaGetLastError()));
 #endif

@@ -63,14 +63,17 @@ namespace tokensift::cuda_detail {
 // stamps each stage (%globaltimer and clock64): 0 entry, 1 parameters in,
 // 2 loads consumed (statistics' block barrier), 3 statistics exchanged, 4-6
 // search rounds' counts exchanged, 7 list complete, 8 compaction done, 9
-// finish done, 12 the exact select done (rows the search did not bracket),
-// 13 the first pivots set, 14 / 15 round 1's counts in shared memory / exchanged;
-// 10 / 11 (globaltimer only) the first / last CTA's entry.
+// finish done, 10 the list's own count begins (the search decided), 11 the
+// list's remote stores issued, 12 the exact select done (rows the search did
+// not bracket), 13 the first pivots set, 14 / 15 round 1's counts in shared
+// memory / exchanged.  cluster_trace_span[row] (globaltimer, over every
+// CTA): the first / last CTA's entry, the last CTA at the list's barrier.
 // cluster_trace_info[row] = {rounds run, list size, bracketed}.
 #ifdef TOKENSIFT_CLUSTER_TRACE
 constexpr int kClusterTraceRows = 64;
 __device__ unsigned long long cluster_trace_ns[kClusterTraceRows][16];
 __device__ long long cluster_trace_clk[kClusterTraceRows][16];
+__device__ unsigned long long cluster_trace_span[kClusterTraceRows][3];
 __device__ int cluster_trace_info[kClusterTraceRows][3];
 #define TS_CLUSTER_MARK(i)                                                           \
   do {                                                                               \
@@ -101,11 +104,32 @@ __device__ __forceinline__ float cluster_aim(int j, int need, int cap) {
   return lo * __powf(hi / lo, 0.5f * (float)j);
 }
 
+// The standard normal's upper-tail quantile: z with P(Z > z) = q, 0 < q < 1
+// (Abramowitz & Stegun 26.2.23, |error| < 4.5e-4): one log, one square root
+// and one division, where normcdfinvf's general code took 0.8 us for the
+// three first pivots at B = 1 (v61's trace).  Pivots are heuristics: their
+// bits never reach a result, only which pivot lands.
+__device__ __forceinline__ float upper_tail_quantile(float q) {
+  const float t = sqrtf(-2.0f * __logf(fminf(q, 1.0f - q)));
+  const float z = t - (2.515517f + t * (0.802853f + t * 0.010328f)) /
+                          (1.0f + t * (1.432788f + t * (0.189269f + t * 0.001308f)));
+  return q < 0.5f ? z : -z;
+}
+
 // A Gaussian quantile: the z above which `aim` of the row's eligible tokens
 // are expected (the row statistics' mean and sigma).
 __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float aim) {
   const float q = fminf(fmaxf(aim, 0.5f), (float)st.eligible - 0.5f) / (float)st.eligible;
-  return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * normcdfinvf(1.0f - q);
+  return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * upper_tail_quantile(q);
+}
+
+// The one-warp finish on CTA 0's list, out of line: inlined, its 64-bit
+// sort and double sums raised the kernel's registers past three CTAs an SM
+// (or, capped, spilled around the loads' registers).
+template <class Policy>
+__device__ __noinline__ WarpListResult cluster_warp_finish(const uint64_t* cand, int n, uint64_t next,
+                                                           const RowConfig& cfg, float zmax, bool want_mass) {
+  return warp_decide_and_race<Policy>(cand, n, next == 0, next, cfg, zmax, nullptr, 0, want_mass);
 }
 
 // The exact top `need` of a row the search could not bracket (ties at the
@@ -202,7 +226,7 @@ __device__ __forceinline__ uint32_t cluster_exact_select(cooperative_groups::clu
 }
 
 template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kClusterMinBlocksPerSm) cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   namespace cg = cooperative_groups;
   constexpr int kCtas = Policy::kClusterCtas;
   constexpr int kPer = Policy::kClusterItems;  // logits per thread
@@ -232,8 +256,8 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   TS_CLUSTER_MARK(0);
 #ifdef TOKENSIFT_CLUSTER_TRACE
   if (threadIdx.x == 0 && row_id < kClusterTraceRows) {
-    atomicMin(&cluster_trace_ns[row_id][10], globaltimer_ns());
-    atomicMax(&cluster_trace_ns[row_id][11], globaltimer_ns());
+    atomicMin(&cluster_trace_span[row_id][0], globaltimer_ns());
+    atomicMax(&cluster_trace_span[row_id][1], globaltimer_ns());
   }
 #endif
   // A CTA's shared memory may be written by another only once it runs
@@ -428,6 +452,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     int my = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) my += listed(j);
+    TS_CLUSTER_MARK(10);
     int pos = my ? atomicAdd(&local_n, my) : 0;
     if (exact) {
       __syncthreads();  // local_n is this CTA's count
@@ -445,6 +470,10 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
         if (listed(j)) list[pos++] = pack_order(contract::order_key(x[j]), index_of(j));
     }
   }
+  TS_CLUSTER_MARK(11);
+#ifdef TOKENSIFT_CLUSTER_TRACE
+  if (threadIdx.x == 0 && row_id < kClusterTraceRows) atomicMax(&cluster_trace_span[row_id][2], globaltimer_ns());
+#endif
   cluster.sync();  // the list is complete; only CTA 0 goes on, on its own memory
   if (rank != 0) return;
   TS_CLUSTER_MARK(7);
@@ -477,8 +506,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   // the merge) cost ~3.5 us at B = 1, mostly its cold code (v60's trace).
   // It still takes any list the one-warp finish leaves undecided.
   if (threadIdx.x < 32) {
-    const WarpListResult w = warp_decide_and_race<Policy>(sm.cand, sm.count, next == 0, next, cfg, zmax, nullptr, 0,
-                                                          a.out.logprobs != nullptr);
+    const WarpListResult w = cluster_warp_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, a.out.logprobs != nullptr);
     if (threadIdx.x == 0) {
       finish_decided = w.decided;
       if (w.decided) {
