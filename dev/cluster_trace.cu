@@ -10,7 +10,9 @@
 //   - per row, from one eager call each (built with TOKENSIFT_CLUSTER_TRACE):
 //     CTA 0's stages by clock64 (us at the SM clock measured here) and the
 //     spread of the CTAs' entries by %globaltimer.
-// Without TOKENSIFT_CLUSTER_TRACE only the timings print.
+// Without TOKENSIFT_CLUSTER_TRACE only the timings print.  CLUSTER_TRACE_WARM
+// set: each traced call follows the same call on the same row (code and row
+// warm in the caches), to tell instruction-fetch and load latency from work.
 //   cluster_trace [rows] [top_k] [top_p] [graph_rows] [anchors|flat]   (defaults 32 50 0.9 480 anchors)
 // Build (gpu-check's `clustertrace` step builds both forms):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
@@ -118,6 +120,8 @@ int main(int argc, char** argv) {
   const double mhz = probe::sm_clock_mhz();
   printf("SM clock %.0f MHz; per row, one eager call each (%d rows):\n", mhz, rows);
   const bool flat_rows = argc > 5 && std::string(argv[5]) == "flat";
+  const bool warm = getenv("CLUSTER_TRACE_WARM") != nullptr;  // trace the second of two calls on a row
+  if (warm) printf("warm: each traced call follows the same call\n");
   const probe::RowBench rb(flat_rows ? std::vector<float>((size_t)rows * V, 1.5f) : probe::anchor_rows(rows, V, 2.0f, 20), V);
   std::vector<double> st[17], spread, cta0_late, listed, last_at_list;
   int rounds_hist[4] = {0, 0, 0, 0}, missed = 0;
@@ -127,6 +131,7 @@ int main(int argc, char** argv) {
     int info[kClusterTraceRows][3] = {};
     unsigned long long span[kClusterTraceRows][3] = {};
     span[0][0] = ~0ull;
+    if (warm) rb.call(r, p);  // the same call first: code and row warm in the caches
     cudaMemcpyToSymbol(cluster_trace_ns, ns, sizeof ns);
     cudaMemcpyToSymbol(cluster_trace_span, span, sizeof span);
     cudaMemcpyToSymbol(cluster_trace_clk, clk, sizeof clk);

@@ -195,6 +195,7 @@ if has clustertrace; then
   fi
   { echo "-- untraced"; /tmp/cluster_trace ${CLUSTER_TRACE_ARGS:-32 50 0.9 480} 2>&1
     echo "-- traced"; /tmp/cluster_trace_v0 ${CLUSTER_TRACE_ARGS:-32 50 0.9 480} 2>&1
+    echo "-- traced, warm"; CLUSTER_TRACE_WARM=1 /tmp/cluster_trace_v0 32 50 0.9 0 2>&1
     echo "-- traced, flat rows"; /tmp/cluster_trace_v0 32 50 0.9 0 flat 2>&1; } | tee "$OUT/cluster-trace.log"
 fi
 

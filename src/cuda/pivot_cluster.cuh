@@ -123,9 +123,9 @@ __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float ai
   return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * upper_tail_quantile(q);
 }
 
-// The one-warp finish on CTA 0's list, out of line: inlined, its 64-bit
-// sort and double sums raised the kernel's registers past three CTAs an SM
-// (or, capped, spilled around the loads' registers).
+// The one-warp finish on CTA 0's list, out of line for the capped kernel:
+// inlined, its 64-bit sort and double sums raised the kernel's registers
+// (128 uncapped, spills under the cap).
 template <class Policy>
 __device__ __noinline__ WarpListResult cluster_warp_finish(const uint64_t* cand, int n, uint64_t next,
                                                            const RowConfig& cfg, float zmax, bool want_mass) {
@@ -225,8 +225,14 @@ __device__ __forceinline__ uint32_t cluster_exact_select(cooperative_groups::clu
   return prefix;
 }
 
-template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads, Policy::kClusterMinBlocksPerSm) cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
+// kCapped: the instantiation for calls of more than kClusterUncappedMaxRows
+// rows, its registers capped so that kClusterMinBlocksPerSm CTAs fit an SM
+// (16 clusters then fit the GPCs at once) and its finish out of line; the
+// smaller calls' copy keeps every register it wants (the cap spilled and
+// cost B = 1 ~1 us, v62) and its finish inline.  Same arithmetic, same bits.
+template <class T, class Policy, bool kCapped>
+__global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMinBlocksPerSm : 1)
+    cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   namespace cg = cooperative_groups;
   constexpr int kCtas = Policy::kClusterCtas;
   constexpr int kPer = Policy::kClusterItems;  // logits per thread
@@ -506,7 +512,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kClusterMinBlocksPer
   // the merge) cost ~3.5 us at B = 1, mostly its cold code (v60's trace).
   // It still takes any list the one-warp finish leaves undecided.
   if (threadIdx.x < 32) {
-    const WarpListResult w = cluster_warp_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, a.out.logprobs != nullptr);
+    const WarpListResult w =
+        kCapped ? cluster_warp_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, a.out.logprobs != nullptr)
+                : warp_decide_and_race<Policy>(sm.cand, sm.count, next == 0, next, cfg, zmax, nullptr, 0,
+                                               a.out.logprobs != nullptr);
     if (threadIdx.x == 0) {
       finish_decided = w.decided;
       if (w.decided) {

@@ -188,7 +188,8 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, b
 // radix select), so nothing follows it and it uses no workspace.
 template <class T>
 cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream) {
-  const auto kernel = cluster_topk_kernel<T, PivotPolicy>;
+  const auto kernel = a.rows <= PivotPolicy::kClusterUncappedMaxRows ? cluster_topk_kernel<T, PivotPolicy, false>
+                                                                     : cluster_topk_kernel<T, PivotPolicy, true>;
   // Clusters of 16 CTAs are past the portable 8 (sm_90 allows 16 on request).
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return e;

@@ -247,14 +247,17 @@ struct PivotPolicy {
   static constexpr int kWarpList = 64;        // lists this short are decided and raced by one warp (top-k < this)
   // Cluster kernel (pivot_cluster.cuh): CTAs per row (16: sm_90's
   // non-portable maximum), logits per thread held in registers, rounds of
-  // three pivots before a row takes the exact select, and CTAs an SM must
-  // hold (the register cap: at 2, B = 16's 16 clusters did not fit the GPCs
-  // at once, +8..+24 % against 3, perf-notes v61 / v62).
+  // three pivots before a row takes the exact select, and, for calls of
+  // more than kClusterUncappedMaxRows rows, CTAs an SM must hold (the
+  // register cap: uncapped, 128 registers, B = 16's 16 clusters did not fit
+  // the GPCs at once, +8..+24 % against 3; capped, B = 1 lost ~1 us to
+  // spills; perf-notes v61 / v62 / v63).
   static constexpr int64_t kClusterMaxRows = TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS;
   static constexpr int kClusterCtas = 16;
   static constexpr int kClusterItems = 32;
   static constexpr int kClusterRounds = 3;
   static constexpr int kClusterMinBlocksPerSm = TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS;
+  static constexpr int64_t kClusterUncappedMaxRows = 8;
   static constexpr int kMaxMergeChunks = 256; // chunks' emitted counts cached in shared memory (V <= 1M); one per thread
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest
