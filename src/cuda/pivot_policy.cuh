@@ -249,15 +249,15 @@ struct PivotPolicy {
   // non-portable maximum), logits per thread held in registers, rounds of
   // three pivots before a row takes the exact select, and, for calls of
   // more than kClusterUncappedMaxRows rows, CTAs an SM must hold (the
-  // register cap: uncapped, 128 registers, B = 16's 16 clusters did not fit
-  // the GPCs at once, +8..+24 % against 3; capped, B = 1 lost ~1 us to
+  // register cap: uncapped, 128 registers, fp32 calls of 8 and 16 rows ran
+  // 15-24 % slower than the chunked kernel; capped, B = 1 lost ~1 us to
   // spills; perf-notes v61 / v62 / v63).
   static constexpr int64_t kClusterMaxRows = TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS;
   static constexpr int kClusterCtas = 16;
   static constexpr int kClusterItems = 32;
   static constexpr int kClusterRounds = 3;
   static constexpr int kClusterMinBlocksPerSm = TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS;
-  static constexpr int64_t kClusterUncappedMaxRows = 8;
+  static constexpr int64_t kClusterUncappedMaxRows = 4;
   static constexpr int kMaxMergeChunks = 256; // chunks' emitted counts cached in shared memory (V <= 1M); one per thread
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest
