@@ -26,11 +26,16 @@
 // brackets takes an exact radix select instead (cluster_exact_select: the
 // k-th key in four 8-bit passes, its ties cut by index), which lists exactly
 // the row's top `need`.  (3) Every token at or above the chosen pivot (or
-// in the exact top `need`) goes into CTA 0's candidate list (a remote
-// atomic per thread that holds one); after a last cluster barrier CTA 0 runs
+// in the exact top `need`) goes into CTA 0's candidate list by remote
+// stores, each CTA's part placed by the counts the CTAs exchanged (the exact
+// path: one remote atomic a CTA); after a last cluster barrier CTA 0 runs
 // what the row-CTA kernel runs on its list: an exact compaction to at most
-// kWarpList (ties cut by index) and the merge's decision and draw.  One
-// launch, no workspace: every row is decided here.
+// kWarpList (ties cut by index) and the merge's one-warp decision and draw.
+// One launch, no workspace: every row is decided here.  Where a B = 1 call's
+// ~11 us go (v63, dev/cluster_trace.cu and Nsight Compute): CTA 0 waits at
+// cluster barriers for 42 % of its stall samples, on instruction fetch for
+// 24 % (the list phase's unrolled code above all), on the barriers' release
+// fences for 12 %; no stage is arithmetic-bound (perf-notes v63).
 //
 // Why the bits equal the other paths' (the GPU tests' row-alone checks):
 // the list holds every token of the row at or above the pivot, so it is the
