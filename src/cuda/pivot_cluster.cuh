@@ -128,6 +128,23 @@ __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float ai
   return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * upper_tail_quantile(q);
 }
 
+// x[j] for a run-time j without leaving registers (an indexed register
+// array goes to local memory): a tree of selects on j's bits.
+template <int N>
+__device__ __forceinline__ float select_item(const float (&x)[N], int j) {
+  static_assert(N == 32, "five levels");
+  float a[16], b[8], c[4], d[2];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) a[i] = (j & 1) ? x[2 * i + 1] : x[2 * i];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) b[i] = (j & 2) ? a[2 * i + 1] : a[2 * i];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) c[i] = (j & 4) ? b[2 * i + 1] : b[2 * i];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) d[i] = (j & 8) ? c[2 * i + 1] : c[2 * i];
+  return (j & 16) ? d[1] : d[0];
+}
+
 // The one-warp finish on CTA 0's list, out of line for the capped kernel:
 // inlined, its 64-bit sort and double sums raised the kernel's registers
 // (128 uncapped, spills under the cap).
@@ -456,14 +473,21 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   // word of CTA 0 serialize (~2.8 us for ~55 tokens at B = 1, v60's trace).
   // The exact path's counts were not exchanged: one remote atomic a CTA.
   {
-    const auto listed = [&](int j) {
-      if (!exact) return x[j] >= g;
-      const uint32_t key = contract::order_key(x[j]);
-      return key > kth || (key == kth && ((take >> j) & 1u));
-    };
-    int my = 0;
+    // Which of this thread's items are listed, as a mask first: the list's
+    // code runs once per row and is fetched cold, and unrolled per item it
+    // held most of CTA 0's instruction-fetch stalls (v63's profile).
+    uint32_t mask = 0;
+    if (!exact) {
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) my += listed(j);
+      for (int j = 0; j < kPer; ++j) mask |= (uint32_t)(x[j] >= g) << j;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        const uint32_t key = contract::order_key(x[j]);
+        mask |= (uint32_t)(key > kth || (key == kth && ((take >> j) & 1u))) << j;
+      }
+    }
+    const int my = __popc(mask);
     TS_CLUSTER_MARK(10);
     int pos = my ? atomicAdd(&local_n, my) : 0;
     if (exact) {
@@ -477,9 +501,12 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     }
     if (my) {
       uint64_t* list = cluster.map_shared_rank(&sm.cand[0], 0u);
-#pragma unroll
-      for (int j = 0; j < kPer; ++j)
-        if (listed(j)) list[pos++] = pack_order(contract::order_key(x[j]), index_of(j));
+#pragma unroll 1
+      while (mask) {
+        const int j = __ffs((int)mask) - 1;
+        mask &= mask - 1u;
+        list[pos++] = pack_order(contract::order_key(select_item(x, j)), index_of(j));
+      }
     }
   }
   TS_CLUSTER_MARK(11);
