@@ -8,7 +8,10 @@
 # (Nsight Compute's per-line pages alone pass 16 MiB; packed they do not).
 #
 #   scripts/gpu-check.sh [steps]    steps: comma list of build,test,sanitize,bench,benchquick,
-#                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace,sortprobe (default build,test,sanitize,bench)
+#                                   benchflat,profile,profileprobe,kernels,variant,probe,rowctatrace,splittrace,sortprobe,
+#                                   clustertrace (default build,test,sanitize,bench)
+# clustertrace: dev/cluster_trace.cu (a B = 1 call on the cluster path: graph
+# timings, then CTA 0's stages), CLUSTER_TRACE_ARGS (default "32 50 0.9 480").
 # rowctatrace: TRACE_VOCABS, TRACE_ROWS (anchors, gaussian or dominant),
 # TRACE_BATCHES (comma list), and TRACE_VARIANT_FLAGS for more traces built
 # with other knobs ('|'-separated sets: rowcta-trace-variant{,1,2,...}.log).
@@ -67,7 +70,7 @@ if [ -n "${PREBUILT:-}" ]; then
   mkdir -p $BUILD/src $BUILD/tests/gpu $BUILD/bench
   cp -P "$PREBUILT"/libtokensift.so* $BUILD/src/ && cp "$PREBUILT"/tokensift_test_gpu $BUILD/tests/gpu/ &&
     cp "$PREBUILT"/sampler_bench $BUILD/bench/ || { echo "PREBUILT=$PREBUILT lacks a binary"; exit 1; }
-  for p in "$PREBUILT"/split_trace* "$PREBUILT"/rowcta_trace*; do [ -x "$p" ] && cp "$p" /tmp/; done
+  for p in "$PREBUILT"/split_trace* "$PREBUILT"/rowcta_trace* "$PREBUILT"/cluster_trace*; do [ -x "$p" ] && cp "$p" /tmp/; done
   export LD_LIBRARY_PATH=$PWD/$BUILD/src:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   cat "$PREBUILT/commit.txt" 2>/dev/null | sed 's/^/prebuilt at /'
   # Another machine's binaries may want a newer libstdc++ or glibc than this one has.
@@ -181,6 +184,19 @@ if has sortprobe; then
   log sort probe
   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc dev/sort_probe.cu -o /tmp/sort_probe \
     2>>"$OUT/probe-build.log" && /tmp/sort_probe 2>&1 | tee "$OUT/sort-probe.log"
+fi
+
+if has clustertrace; then
+  log cluster trace
+  if probe_fresh; then
+    build_probe cluster_trace &
+    PROBE_OUT=/tmp/cluster_trace_v0 build_probe cluster_trace -DTOKENSIFT_CLUSTER_TRACE &
+    wait
+  fi
+  { echo "-- untraced"; /tmp/cluster_trace ${CLUSTER_TRACE_ARGS:-32 50 0.9 480} 2>&1
+    echo "-- traced"; /tmp/cluster_trace_v0 ${CLUSTER_TRACE_ARGS:-32 50 0.9 480} 2>&1
+    echo "-- traced, warm"; CLUSTER_TRACE_WARM=1 /tmp/cluster_trace_v0 32 50 0.9 0 2>&1
+    echo "-- traced, flat rows"; /tmp/cluster_trace_v0 32 50 0.9 0 flat 2>&1; } | tee "$OUT/cluster-trace.log"
 fi
 
 if has probe; then

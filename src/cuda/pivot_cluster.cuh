@@ -22,29 +22,36 @@
 // or above each pivot and the counts are exchanged the same way.  A pivot whose count
 // lands in the window ends the search; otherwise the pivots re-aim from the
 // count nearest the window (gaussian_reguess), up to kClusterRounds rounds,
-// the last of which accepts any count in [need, kMergeCap].  (3) Every token
-// at or above the chosen pivot goes into CTA 0's candidate list (a remote
-// atomic per thread that holds one); after a last cluster barrier CTA 0 runs
+// the last of which accepts any count in [need, kMergeCap].  A row no pivot
+// brackets takes an exact radix select instead (cluster_exact_select: the
+// k-th key in four 8-bit passes, its ties cut by index), which lists exactly
+// the row's top `need`.  (3) Every token at or above the chosen pivot (or
+// in the exact top `need`) goes into CTA 0's candidate list by remote
+// stores, each CTA's part placed by the counts the CTAs exchanged (the exact
+// path: one remote atomic a CTA); after a last cluster barrier CTA 0 runs
 // what the row-CTA kernel runs on its list: an exact compaction to at most
-// kWarpList (ties cut by index) and the merge's decision and draw.
+// kWarpList (ties cut by index) and the merge's one-warp decision and draw.
+// One launch, no workspace: every row is decided here.  Where a B = 1 call's
+// ~11 us go (v63, dev/cluster_trace.cu and Nsight Compute): CTA 0 waits at
+// cluster barriers for 42 % of its stall samples, on instruction fetch for
+// 24 % (the list phase's unrolled code above all), on the barriers' release
+// fences for 12 %; no stage is arithmetic-bound (perf-notes v63).
 //
 // Why the bits equal the other paths' (the GPU tests' row-alone checks):
 // the list holds every token of the row at or above the pivot, so it is the
 // contract's order down to the pivot, as the row-CTA kernel's list is down to
-// its tau; both end in rowcta_compact and decide_and_draw, whose one-warp
-// finish reads only the sorted top k (pivot_rowcta.cuh has the argument
+// its tau (the exact path's list is the row's top k itself); both end in
+// rowcta_compact and decide_and_draw, whose one-warp finish reads only the
+// sorted top k (pivot_rowcta.cuh has the argument
 // against the chunked path).  Statuses (invalid parameters, NaN or +inf,
 // no eligible token) follow the row-CTA kernel's order on the same
 // statistics.
 //
 // Failure modes: a row the search cannot bracket (a flat row: every token
 // ties, so a pivot counts none or all of them; rows whose sums overflow or
-// cancel in fp32, such as 3,000 + N(0, 1)) is left undecided: its flag in
-// PivotArgs::deferred_rows stays 0 and the chunked kernel's kSkipDone
-// instantiation, launched behind this kernel as its programmatic dependent,
-// takes it (every other row's CTAs there exit after one flag read; the
-// cluster kernel zeroes a left row's ticket, since top-k calls clear no
-// counters).  A
+// cancel in fp32, such as 3,000 + N(0, 1)) pays the exact select, four more
+// cluster barriers and histograms (v59 sent it to the chunked kernel in a
+// second launch that every call then waited for, perf-notes v60).  A
 // cluster needs kClusterCtas co-resident CTAs in one GPC; launches wait for
 // them like any grid.  Only V <= kClusterCtas x kThreads x kClusterItems
 // (131,072) takes this kernel; loads are 16-byte vectors where the row is
@@ -57,6 +64,42 @@
 
 namespace tokensift::cuda_detail {
 
+// Dev builds only (dev/cluster_trace.cu): per traced row, CTA 0's thread 0
+// stamps each stage (%globaltimer and clock64): 0 entry, 1 parameters in,
+// 2 loads consumed (statistics' block barrier), 3 statistics exchanged, 4-6
+// search rounds' counts exchanged, 7 list complete, 8 compaction done, 9
+// finish done, 10 the list's own count begins (the search decided), 11 the
+// list's remote stores issued, 12 the exact select done (rows the search did
+// not bracket), 13 the first pivots set, 14 / 15 round 1's counts in shared
+// memory / exchanged.  cluster_trace_span[row] (globaltimer, over every
+// CTA): the first / last CTA's entry, the last CTA at the list's barrier.
+// cluster_trace_info[row] = {rounds run, list size, bracketed}.
+#ifdef TOKENSIFT_CLUSTER_TRACE
+constexpr int kClusterTraceRows = 64;
+__device__ unsigned long long cluster_trace_ns[kClusterTraceRows][16];
+__device__ long long cluster_trace_clk[kClusterTraceRows][16];
+__device__ unsigned long long cluster_trace_span[kClusterTraceRows][3];
+__device__ int cluster_trace_info[kClusterTraceRows][3];
+#define TS_CLUSTER_MARK(i)                                                           \
+  do {                                                                               \
+    if (rank == 0 && threadIdx.x == 0 && row_id < kClusterTraceRows) {               \
+      cluster_trace_ns[row_id][i] = globaltimer_ns();                                \
+      cluster_trace_clk[row_id][i] = clock64();                                      \
+    }                                                                                \
+  } while (0)
+#define TS_CLUSTER_INFO(i, v)                                                                  \
+  do {                                                                                         \
+    if (rank == 0 && threadIdx.x == 0 && row_id < kClusterTraceRows) cluster_trace_info[row_id][i] = (v); \
+  } while (0)
+#else
+#define TS_CLUSTER_MARK(i) \
+  do {                     \
+  } while (0)
+#define TS_CLUSTER_INFO(i, v) \
+  do {                        \
+  } while (0)
+#endif
+
 // The first round's aim of pivot j (of 3): Gaussian counts spread
 // geometrically from need / 2 to 0.9 cap.  Real rows have heavier heads than
 // their Gaussian fit (the anchors' 20 boosted tokens sit on top of the tail
@@ -66,15 +109,153 @@ __device__ __forceinline__ float cluster_aim(int j, int need, int cap) {
   return lo * __powf(hi / lo, 0.5f * (float)j);
 }
 
+// The standard normal's upper-tail quantile: z with P(Z > z) = q, 0 < q < 1
+// (Abramowitz & Stegun 26.2.23, |error| < 4.5e-4): one log, one square root
+// and one division, where normcdfinvf's general code took 0.8 us for the
+// three first pivots at B = 1 (v61's trace).  Pivots are heuristics: their
+// bits never reach a result, only which pivot lands.
+__device__ __forceinline__ float upper_tail_quantile(float q) {
+  const float t = sqrtf(-2.0f * __logf(fminf(q, 1.0f - q)));
+  const float z = t - (2.515517f + t * (0.802853f + t * 0.010328f)) /
+                          (1.0f + t * (1.432788f + t * (0.189269f + t * 0.001308f)));
+  return q < 0.5f ? z : -z;
+}
+
 // A Gaussian quantile: the z above which `aim` of the row's eligible tokens
 // are expected (the row statistics' mean and sigma).
 __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float aim) {
   const float q = fminf(fmaxf(aim, 0.5f), (float)st.eligible - 0.5f) / (float)st.eligible;
-  return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * normcdfinvf(1.0f - q);
+  return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * upper_tail_quantile(q);
 }
 
-template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
+// x[j] for a run-time j without leaving registers (an indexed register
+// array goes to local memory): a tree of selects on j's bits.
+template <int N>
+__device__ __forceinline__ float select_item(const float (&x)[N], int j) {
+  static_assert(N == 32, "five levels");
+  float a[16], b[8], c[4], d[2];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) a[i] = (j & 1) ? x[2 * i + 1] : x[2 * i];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) b[i] = (j & 2) ? a[2 * i + 1] : a[2 * i];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) c[i] = (j & 4) ? b[2 * i + 1] : b[2 * i];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) d[i] = (j & 8) ? c[2 * i + 1] : c[2 * i];
+  return (j & 16) ? d[1] : d[0];
+}
+
+// The one-warp finish on CTA 0's list, out of line for the capped kernel:
+// inlined, its 64-bit sort and double sums raised the kernel's registers
+// (128 uncapped, spills under the cap).
+template <class Policy>
+__device__ __noinline__ WarpListResult cluster_warp_finish(const uint64_t* cand, int n, uint64_t next,
+                                                           const RowConfig& cfg, float zmax, bool want_mass) {
+  return warp_decide_and_race<Policy>(cand, n, next == 0, next, cfg, zmax, nullptr, 0, want_mass);
+}
+
+// The exact top `need` of a row the search could not bracket (ties at the
+// k-th key, a flat row, a row the Gaussian fit misses): an MSB-first radix
+// select of the k-th key over the cluster, 8 bits a pass.  Each CTA counts
+// its tokens under the prefix so far into a 256-bin histogram (one shared
+// atomic per distinct digit of a warp: __match_any_sync, so a flat row's
+// warps do not serialize on one bin); after a cluster barrier every CTA sums
+// each bin over the 16 CTAs in rank order and scans, so all pick the same
+// digit.  Two histogram buffers alternate: a CTA clears one only after the
+// next barrier, which every CTA passes after reading it.  Then the ties at
+// the k-th key are cut by index: the CTAs hold the row in rank order, so CTA
+// c takes the first (remaining - ties of CTAs before c) of its own, found by
+// one block scan per 16-byte vector (a thread's vectors are the row's in
+// (vector, thread, element) order).  Returns the k-th key; `take` marks the
+// thread's listed ties.  hist: 512 ints of this CTA's shared memory that no
+// other CTA touches before the list's barrier.
+template <class Policy, int kPer, int kVec, class ScanTemp>
+__device__ __forceinline__ uint32_t cluster_exact_select(cooperative_groups::cluster_group& cluster, int rank,
+                                                         const float (&x)[kPer], int need, int* hist, int* ties,
+                                                         ScanTemp& temp, uint32_t& take) {
+  constexpr int kCtas = Policy::kClusterCtas;
+  constexpr int kBins = 256;
+  static_assert(Policy::kThreads == kBins, "one bin per thread");
+  static_assert(kPer <= 32, "take is a 32-bit mask");
+  using Scan = cub::BlockScan<int, Policy::kThreads>;
+  const int tid = (int)threadIdx.x, lane = tid & 31;
+  uint32_t prefix = 0, pmask = 0;
+  int remaining = need;  // tokens still to take at or below the prefix
+#pragma unroll 1
+  for (int pass = 0; pass < 4; ++pass) {
+    const int shift = 24 - 8 * pass;
+    int* h = hist + (pass & 1) * kBins;
+    h[tid] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const uint32_t key = contract::order_key(x[j]);
+      const bool in = (key & pmask) == prefix;
+      const uint32_t d = (key >> shift) & 255u;
+      const unsigned peers = __match_any_sync(0xffffffffu, in ? d : 256u);
+      if (in && lane == __ffs((int)peers) - 1) atomicAdd(&h[d], __popc(peers));
+    }
+    cluster.sync();  // every CTA's histogram of this pass is complete
+    const int bin = kBins - 1 - tid;  // thread 0 holds the highest digit
+    int c = 0;
+#pragma unroll
+    for (int r = 0; r < kCtas; ++r) c += *cluster.map_shared_rank(&h[bin], (unsigned)r);
+    int incl;
+    Scan(temp).InclusiveSum(c, incl);
+    if (incl - c < remaining && remaining <= incl) {
+      ties[kCtas] = bin;
+      ties[kCtas + 1] = remaining - (incl - c);
+    }
+    __syncthreads();
+    prefix |= (uint32_t)ties[kCtas] << shift;
+    pmask |= 255u << shift;
+    remaining = ties[kCtas + 1];
+    __syncthreads();  // temp and ties[kCtas..] are written again
+  }
+  // Each CTA's count at the k-th key is its last histogram's bin (buffer 1).
+  if (tid < kCtas) ties[tid] = *cluster.map_shared_rank(hist + kBins + (int)(prefix & 255u), (unsigned)tid);
+  __syncthreads();
+  int before = 0;
+  for (int r = 0; r < rank; ++r) before += ties[r];
+  const int mine = ties[rank];
+  const int q = min(max(remaining - before, 0), mine);  // uniform in the CTA
+  take = 0;
+  if (q == mine) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) take |= (uint32_t)(contract::order_key(x[j]) == prefix) << j;
+  } else if (q > 0) {
+    int base = 0;
+#pragma unroll
+    for (int v = 0; v < kPer / kVec; ++v) {
+      int c = 0;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) c += contract::order_key(x[v * kVec + e]) == prefix;
+      int pre, tot;
+      Scan(temp).ExclusiveSum(c, pre, tot);
+      int pos = base + pre;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        if (contract::order_key(x[v * kVec + e]) == prefix) {
+          if (pos < q) take |= 1u << (v * kVec + e);
+          ++pos;
+        }
+      }
+      base += tot;
+      __syncthreads();  // temp is reused
+    }
+  }
+  return prefix;
+}
+
+// kCapped: the instantiation for calls of more than kClusterUncappedMaxRows
+// rows, its registers capped so that kClusterMinBlocksPerSm CTAs fit an SM
+// (16 clusters then fit the GPCs at once) and its finish out of line; the
+// smaller calls' copy keeps every register it wants (the cap spilled and
+// cost B = 1 ~1 us, v62) and its finish inline (fp32 at 8 rows uncapped
+// ran +15 %, v63).  Same arithmetic, same bits.
+template <class T, class Policy, bool kCapped>
+__global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMinBlocksPerSm : 1)
+    cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   namespace cg = cooperative_groups;
   constexpr int kCtas = Policy::kClusterCtas;
   constexpr int kPer = Policy::kClusterItems;  // logits per thread
@@ -93,19 +274,26 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   __shared__ int warp_counts[kWarps][kPivots];
   __shared__ RowConfig row_cfg;
   __shared__ uint64_t tau_sh;
+  __shared__ int smem_ties[kCtas + 2];  // the exact path: each CTA's ties at the k-th key; digit and rank
+  __shared__ int local_n, local_base;   // this CTA's part of the list: its count, its place (exact path)
+  __shared__ int finish_decided;
   MergeSmem<Policy>& sm = smem.merge;
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
   const int64_t row_id = blockIdx.x / kCtas;
   const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
+  TS_CLUSTER_MARK(0);
+#ifdef TOKENSIFT_CLUSTER_TRACE
+  if (threadIdx.x == 0 && row_id < kClusterTraceRows) {
+    atomicMin(&cluster_trace_span[row_id][0], globaltimer_ns());
+    atomicMax(&cluster_trace_span[row_id][1], globaltimer_ns());
+  }
+#endif
   // A CTA's shared memory may be written by another only once it runs
   // (compute-sanitizer's racecheck flags the stores otherwise): every CTA
   // arrives here and waits just before its first remote store, so the wait
   // overlaps the loads.
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-  // The missed-rows launch behind this one may be scheduled now; it waits
-  // for this kernel's end before it reads a flag.
-  pdl_launch_dependents();
 
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
@@ -130,9 +318,11 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   };
   if (threadIdx.x == 0) {
     row_cfg = load_row_config(a.params, row_id, vocab);
+    local_n = 0;
     if (rank == 0) sm.count = 0;  // the list; remote appends come after two cluster barriers
   }
   __syncthreads();
+  TS_CLUSTER_MARK(1);
   const RowConfig cfg = row_cfg;
 
   // 1. Statistics: raw max (status), eligible count, sums of z and z^2.
@@ -156,6 +346,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   }
   if (lane == 0) warp_stats[warp] = st;
   __syncthreads();
+  TS_CLUSTER_MARK(2);
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every CTA of the cluster runs
   if ((int)threadIdx.x < kCtas) {  // this CTA's record, into every CTA of the cluster
     ChunkStats c = warp_stats[0];
@@ -167,6 +358,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
   ChunkStats rs = stats_in[0];
 #pragma unroll
   for (int c = 1; c < kCtas; ++c) rs = ChunkStatsOp{}(rs, stats_in[c]);
+  TS_CLUSTER_MARK(3);
 
   // Statuses, in the row-CTA kernel's order (uniform over the cluster).
   const float kNan = __int_as_float(0x7fffffff);
@@ -186,10 +378,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     else is_bad = false;
   }
   if (is_bad) {
-    if (rank == 0 && threadIdx.x == 0) {
-      write_result(a.out, row_id, bad);
-      a.deferred_rows[row_id] = 1u;
-    }
+    if (rank == 0 && threadIdx.x == 0) write_result(a.out, row_id, bad);
     return;  // uniform: no CTA touches another's memory after the barrier above
   }
 
@@ -205,6 +394,8 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     piv[j] = all ? -3.4028235e38f : cluster_quantile(rs, cluster_aim(kPivots - 1 - j, need, kCap));
   float g = 0.0f;
   int total = -1;  // the chosen pivot's count; -1: none yet
+  int chosen_round = 0, chosen_p = 0;  // where its per-CTA counts are (counts_in)
+  TS_CLUSTER_MARK(13);
   for (int round = 0; round < kRounds && total < 0; ++round) {
     int my[kPivots] = {0, 0, 0};
 #pragma unroll
@@ -220,6 +411,7 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
 #pragma unroll
       for (int p = 0; p < kPivots; ++p) warp_counts[warp][p] = my[p];
     __syncthreads();
+    if (round == 0) TS_CLUSTER_MARK(14);
     if ((int)threadIdx.x < kCtas) {
       int c[kPivots] = {0, 0, 0};
 #pragma unroll
@@ -231,16 +423,19 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
       for (int p = 0; p < kPivots; ++p) dst[p] = c[p];
     }
     cluster.sync();
+    if (round == 0) TS_CLUSTER_MARK(15);
     int cnt[kPivots] = {0, 0, 0};
 #pragma unroll
     for (int c = 0; c < kCtas; ++c)
 #pragma unroll
       for (int p = 0; p < kPivots; ++p) cnt[p] += counts_in[round][c][p];
+    TS_CLUSTER_MARK(4 + round);
+    TS_CLUSTER_INFO(0, round + 1);
     // Pivots ascend, so counts descend: the highest pivot whose count lands.
     const int hi_cap = round == kRounds - 1 || all ? Policy::kMergeCap : kCap;
 #pragma unroll
     for (int p = 0; p < kPivots; ++p)
-      if (cnt[p] >= need && cnt[p] <= hi_cap) g = piv[p], total = cnt[p];
+      if (cnt[p] >= need && cnt[p] <= hi_cap) g = piv[p], total = cnt[p], chosen_round = round, chosen_p = p;
     if (total >= 0 || all) break;
     // Re-aim from the pivot whose count is nearest the window (in ratio).
     int best = 0;
@@ -256,39 +451,122 @@ __global__ void __launch_bounds__(Policy::kThreads) cluster_topk_kernel(TS_PIVOT
     const float step = 0.15f * sd / (float)(round + 1);  // the pivots close in each round
     piv[0] = base - step, piv[1] = base, piv[2] = base + step;
   }
-  if (total < 0) {  // not bracketed: the chunked kernel behind this one takes the row
-    if (rank == 0 && threadIdx.x == 0) {
-      a.tickets[row_id] = 0u;
-      a.deferred_rows[row_id] = 0u;
-    }
-    return;
+  TS_CLUSTER_INFO(2, total >= 0);
+  // Not bracketed (ties at the k-th key, or a row the Gaussian fit misses):
+  // the exact top `need` by a radix select across the cluster.
+  const bool exact = total < 0;
+  uint32_t kth = 0;    // the exact path's k-th key
+  uint32_t take = 0;   // the exact path: which of this thread's ties at kth are listed (bit j)
+  if (exact) {
+    // Its histograms lie past the list's first kWarpList entries, the only
+    // ones the appends below reach (the list is `need` < kWarpList long).
+    kth = cluster_exact_select<Policy, kPer, kVec>(cluster, rank, x, need,
+                                                   reinterpret_cast<int*>(sm.cand + Policy::kWarpList), smem_ties,
+                                                   sm.temp.scan_int, take);
   }
+  TS_CLUSTER_MARK(12);
 
-  // 3. Every token at or above g into CTA 0's list.
+  // 3. Every token at or above g (the exact path: above kth, and the ties
+  // at kth it takes) into CTA 0's list.  A CTA's place in the list is the
+  // sum of the counts of the CTAs before it at the chosen pivot (counts_in),
+  // a token's place in its CTA's part a local atomic: remote atomics on one
+  // word of CTA 0 serialize (~2.8 us for ~55 tokens at B = 1, v60's trace).
+  // The exact path's counts were not exchanged: one remote atomic a CTA.
   {
-    int my = 0;
+    // Which of this thread's items are listed, as a mask first: the list's
+    // code runs once per row and is fetched cold, and unrolled per item it
+    // held most of CTA 0's instruction-fetch stalls (v63's profile).
+    uint32_t mask = 0;
+    if (!exact) {
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) my += x[j] >= g;
+      for (int j = 0; j < kPer; ++j) mask |= (uint32_t)(x[j] >= g) << j;
+    } else {
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        const uint32_t key = contract::order_key(x[j]);
+        mask |= (uint32_t)(key > kth || (key == kth && ((take >> j) & 1u))) << j;
+      }
+    }
+    const int my = __popc(mask);
+    TS_CLUSTER_MARK(10);
+    int pos = my ? atomicAdd(&local_n, my) : 0;
+    if (exact) {
+      __syncthreads();  // local_n is this CTA's count
+      if (threadIdx.x == 0) local_base = atomicAdd(cluster.map_shared_rank(&sm.count, 0u), local_n);
+      __syncthreads();
+      pos += local_base;
+    } else {
+      for (int c = 0; c < rank; ++c) pos += counts_in[chosen_round][c][chosen_p];
+      if (rank == 0 && threadIdx.x == 0) sm.count = total;
+    }
     if (my) {
-      int pos = atomicAdd(cluster.map_shared_rank(&sm.count, 0u), my);
       uint64_t* list = cluster.map_shared_rank(&sm.cand[0], 0u);
-#pragma unroll
-      for (int j = 0; j < kPer; ++j)
-        if (x[j] >= g) list[pos++] = pack_order(contract::order_key(x[j]), index_of(j));
+#pragma unroll 1
+      while (mask) {
+        const int j = __ffs((int)mask) - 1;
+        mask &= mask - 1u;
+        list[pos++] = pack_order(contract::order_key(select_item(x, j)), index_of(j));
+      }
     }
   }
+  TS_CLUSTER_MARK(11);
+#ifdef TOKENSIFT_CLUSTER_TRACE
+  if (threadIdx.x == 0 && row_id < kClusterTraceRows) atomicMax(&cluster_trace_span[row_id][2], globaltimer_ns());
+#endif
   cluster.sync();  // the list is complete; only CTA 0 goes on, on its own memory
   if (rank != 0) return;
-  if (threadIdx.x == 0) tau_sh = all ? 1ull : pack_order(contract::order_key(g), 0xffffffffu);
-  if (sm.count > kCap) rowcta_compact<Policy>(sm, tau_sh, cfg.top_k, kCap);
-  __syncthreads();
-  const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
-  const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
-  if (threadIdx.x == 0) {
-    if (r.status != kRowDeferred) write_result(a.out, row_id, r);
-    else a.tickets[row_id] = 0u;  // (top-k rows do not defer; as a miss if one did)
-    a.deferred_rows[row_id] = r.status != kRowDeferred ? 1u : 0u;
+  TS_CLUSTER_MARK(7);
+  TS_CLUSTER_INFO(1, sm.count);
+  if (exact) {
+    // The list is the row's top `need` (< kWarpList) exactly: every unlisted
+    // token is below its last entry.
+    if (threadIdx.x < 32) {
+      uint64_t lo = ~0ull;
+      for (int i = (int)threadIdx.x; i < sm.count; i += 32) lo = sm.cand[i] < lo ? sm.cand[i] : lo;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        const uint64_t y = __shfl_xor_sync(0xffffffffu, lo, o);
+        lo = y < lo ? y : lo;
+      }
+      if (threadIdx.x == 0) tau_sh = lo;
+    }
+  } else if (threadIdx.x == 0) {
+    tau_sh = all ? 1ull : pack_order(contract::order_key(g), 0xffffffffu);
   }
+  __syncthreads();
+  if (!exact && sm.count > kCap) rowcta_compact<Policy>(sm, tau_sh, cfg.top_k, kCap);
+  __syncthreads();
+  TS_CLUSTER_MARK(8);
+  const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
+  // The finish: what decide_and_draw runs on a list of at most kWarpList
+  // without min-p (pre-selection and its block-wide paths skipped), called
+  // here directly: warp_decide_and_race with the same arguments, then the
+  // same result and log-prob.  Out of line, decide_and_draw (every path of
+  // the merge) cost ~3.5 us at B = 1, mostly its cold code (v60's trace).
+  // It still takes any list the one-warp finish leaves undecided.
+  if (threadIdx.x < 32) {
+    const WarpListResult w =
+        kCapped ? cluster_warp_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, a.out.logprobs != nullptr)
+                : warp_decide_and_race<Policy>(sm.cand, sm.count, next == 0, next, cfg, zmax, nullptr, 0,
+                                               a.out.logprobs != nullptr);
+    if (threadIdx.x == 0) {
+      finish_decided = w.decided;
+      if (w.decided) {
+        float lp = kNan;
+        if (a.out.logprobs) {
+          const float z = contract::scale(to_float(row[w.token]), cfg.temperature);
+          lp = (float)(((double)z - (double)zmax) - log(w.kept_mass));
+        }
+        write_result(a.out, row_id, RowResult{TOKENSIFT_ROW_OK, w.token, w.kept, lp});
+      }
+    }
+  }
+  __syncthreads();
+  if (!finish_decided) {
+    const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
+    if (threadIdx.x == 0) write_result(a.out, row_id, r);  // top-k rows with k < kWarpList never defer
+  }
+  TS_CLUSTER_MARK(9);
 }
 
 }  // namespace tokensift::cuda_detail

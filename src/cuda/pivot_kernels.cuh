@@ -21,20 +21,13 @@ namespace tokensift::cuda_detail {
 // instantiation because the pivot kernel runs at the 64-register cap and the
 // early code, inlined or called, changed the register allocation of the whole
 // kernel: every call got 2-12 % slower (v46b); the other calls keep v45's code.
-// kSkipDone: the instantiation launched behind the cluster kernel (its
-// programmatic dependent, pivot_cluster.cuh) for the rows it left: a row
-// whose flag in deferred_rows is set was decided there, and its CTAs exit.
-template <class T, class Policy, bool kEarly, bool kSkipDone = false>
+template <class T, class Policy, bool kEarly>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm) pivot_sample_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ PivotSmem<Policy> smem;
   __shared__ RowConfig row_cfg;
   __shared__ bool is_last;
   const int64_t row = blockIdx.x / a.chunks;
   const int32_t chunk = (int32_t)(blockIdx.x % a.chunks);
-  if constexpr (kSkipDone) {
-    pdl_wait_primary();
-    if (load_cg(a.deferred_rows + row) != 0u) return;
-  }
   TS_SPLIT_ENTRY(0);
   // The streaming split launch may start once every CTA has started: it only
   // takes slots this kernel leaves free.
@@ -190,17 +183,13 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, b
   return cudaGetLastError();
 }
 
-// The cluster kernel (one cluster of kClusterCtas CTAs per row), then, as
-// its programmatic dependent, the chunked kernel for the rows it left (its
-// CTAs exit after one flag read when the row is decided).  The chunked
-// kernel, not the row-CTA kernel: a row the search cannot bracket is mostly
-// a flat one, which the chunked kernel takes in 63 us at B = 1 and the
-// row-CTA kernel (one CTA compacting runs of ties) in 115 (v59's first run).
-// The cluster kernel zeroes a left row's ticket (nothing clears the call's
-// counters first: top-k rows use no other).
+// The cluster kernel (one cluster of kClusterCtas CTAs per row) alone: it
+// decides every row itself (rows its search cannot bracket by its exact
+// radix select), so nothing follows it and it uses no workspace.
 template <class T>
 cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream) {
-  const auto kernel = cluster_topk_kernel<T, PivotPolicy>;
+  const auto kernel = a.rows <= PivotPolicy::kClusterUncappedMaxRows ? cluster_topk_kernel<T, PivotPolicy, false>
+                                                                     : cluster_topk_kernel<T, PivotPolicy, true>;
   // Clusters of 16 CTAs are past the portable 8 (sm_90 allows 16 on request).
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return e;
@@ -215,10 +204,7 @@ cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream) {
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  e = cudaLaunchKernelEx(&cfg, kernel, a);
-  if (e != cudaSuccess) return e;
-  return launch_maybe_dependent(pivot_sample_kernel<T, PivotPolicy, false, true>,
-                                dim3((unsigned)(a.rows * a.chunks)), true, a, stream);
+  return cudaLaunchKernelEx(&cfg, kernel, a);
 }
 
 }  // namespace tokensift::cuda_detail

@@ -127,6 +127,10 @@
 #ifndef TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS
 #define TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS 16
 #endif
+// CTAs an SM must hold for the cluster kernel (its register cap).
+#ifndef TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS
+#define TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS 3
+#endif
 
 // Whether scalar top-p-only calls without log-probs take the row-CTA kernel
 // from kRowCtaMinRows rows (1), or the chunked kernel (0, v35's choice).
@@ -242,12 +246,18 @@ struct PivotPolicy {
   static constexpr int kPreselect = 256;      // above this many, the merge keeps only the top ones before sorting
   static constexpr int kWarpList = 64;        // lists this short are decided and raced by one warp (top-k < this)
   // Cluster kernel (pivot_cluster.cuh): CTAs per row (16: sm_90's
-  // non-portable maximum), logits per thread held in registers, and rounds
-  // of three pivots before a row is left to the chunked kernel.
+  // non-portable maximum), logits per thread held in registers, rounds of
+  // three pivots before a row takes the exact select, and, for calls of
+  // more than kClusterUncappedMaxRows rows, CTAs an SM must hold (the
+  // register cap: uncapped, 128 registers, fp32 calls of 8 and 16 rows ran
+  // 15-24 % slower than the chunked kernel; capped, B = 1 lost ~1 us to
+  // spills; perf-notes v61 / v62 / v63).
   static constexpr int64_t kClusterMaxRows = TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS;
   static constexpr int kClusterCtas = 16;
   static constexpr int kClusterItems = 32;
   static constexpr int kClusterRounds = 3;
+  static constexpr int kClusterMinBlocksPerSm = TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS;
+  static constexpr int64_t kClusterUncappedMaxRows = 4;
   static constexpr int kMaxMergeChunks = 256; // chunks' emitted counts cached in shared memory (V <= 1M); one per thread
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest

@@ -15,7 +15,9 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1175,8 +1177,8 @@ void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Resu
 // top; and the edge rows (flat rows, which no pivot brackets, NaN, +inf,
 // -inf masks, one dominant token, 3,000 + N(0, 1), a row whose mass sits in
 // its first 8,192 logits), mixed with rows the search decides, in batches of
-// 8 (the flat rows go to the chunked kernel behind the cluster kernel, so
-// both kernels of the path run in those calls).
+// 8 (the flat rows take the cluster kernel's exact select); and plateau rows
+// (below) that only the exact select decides.
 TEST(GpuSampler, ClusterTopKBatchesMatchCpuAndRowCta) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["cluster_topk"];
@@ -1214,12 +1216,65 @@ TEST(GpuSampler, ClusterTopKBatchesMatchCpuAndRowCta) {
                           check_small_batch(sub_batch(b, r0, 8), f, big_res, at, t, reported, same);
                         }
                       });
+  // Plateaus: rows whose k-th key is shared by more tokens than the list
+  // holds (kMergeCap), so no pivot brackets them and the exact select lists
+  // the row's top k, its ties cut by index within a CTA's vectors and across
+  // CTAs.  Values are multiples of 1/32 (exact in bf16 and fp16, and many
+  // repeated).  Batches of 8 against the CPU backend and the same rows in a
+  // row-CTA batch of 64.
+  const ScalarFilter plateau_filters[] = {{1.0f, 50, 0.9f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {1.0f, 1, 1.0f, 0.0f},
+                                          {1.3f, 63, 0.5f, 0.0f}};
+  for (int64_t vocab : {(int64_t)129280, (int64_t)77777})
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (const ScalarFilter& f : plateau_filters) {
+        std::mt19937_64 gen(7700 + (uint64_t)vocab + 31 * (uint64_t)dt + (uint64_t)f.top_k);
+        const auto noise = [&] { return (float)((int)(gen() % 129) - 64) / 32.0f; };  // [-2, 2]
+        HostBatch b(8, vocab, vocab, dt);
+        std::vector<float> row((size_t)vocab);
+        for (int64_t r = 0; r < b.rows; ++r) {
+          for (auto& v : row) v = noise();
+          if (r == 0) {  // 5,000 tokens at 4 anywhere, 10 above
+            for (int i = 0; i < 5000; ++i) row[gen() % (uint64_t)vocab] = 4.0f;
+            for (int i = 0; i < 10; ++i) row[gen() % (uint64_t)vocab] = 6.0f + (float)(i % 4) * 0.5f;
+          } else if (r == 1) {  // a run of ties across the first CTA boundary, 5 above it
+            for (int64_t i = 8192 - 20; i < 8192 + 5000 && i < vocab; ++i) row[(size_t)i] = 3.0f;
+            for (int i = 0; i < 5; ++i) row[(size_t)(20000 + 7 * i)] = 5.0f;
+          } else if (r == 2) {  // flat but for the last token
+            std::fill(row.begin(), row.end(), 0.0f);
+            row[(size_t)vocab - 1] = 1.0f;
+          } else if (r == 3) {  // two plateaus, the rest masked
+            std::fill(row.begin(), row.end(), -std::numeric_limits<float>::infinity());
+            for (int i = 0; i < 4500; ++i) row[(size_t)(i * 13 % vocab)] = 2.0f;
+            for (int i = 0; i < 4500; ++i) row[(size_t)((i * 13 + 5) % vocab)] = 1.0f;
+          } else if (r == 4) {  // only 5,000 tokens eligible, all tied
+            std::fill(row.begin(), row.end(), -std::numeric_limits<float>::infinity());
+            for (int i = 0; i < 5000; ++i) row[(size_t)(vocab - 1 - i * 11)] = 7.0f;
+          } else if (r == 5) {  // ties at the k-th spread over every CTA, 40 above them
+            for (int64_t i = 3; i < vocab; i += 17) row[(size_t)i] = 2.5f;
+            for (int i = 0; i < 40; ++i) row[gen() % (uint64_t)vocab] = 3.0f + (float)i / 32.0f;
+          } else if (r == 6) {  // the row's last 6,000 tokens tie above the rest
+            for (int64_t i = vocab - 6000; i < vocab; ++i) row[(size_t)i] = 3.5f;
+          }  // r == 7: the noise alone (duplicates everywhere; the search may bracket it)
+          b.set_row(r, row.data());
+        }
+        f.set_rows(b);
+        for (int64_t r = 0; r < b.rows; ++r) b.seed[r] = 500 + (uint64_t)r, b.offset[r] = 3;
+        HostBatch big(64, b.vocab, b.vocab, b.dtype);
+        for (int64_t r = 0; r < big.rows; ++r) {
+          big.set_row(r, b.row(r % b.rows));
+          big.set_params(r, b.params(r % b.rows));
+          big.dist[r] = b.dist[r % b.rows];
+        }
+        const Results big_res = run_scalar(big, f);
+        std::vector<int64_t> at((size_t)b.rows);
+        for (int64_t r = 0; r < b.rows; ++r) at[(size_t)r] = r;
+        check_small_batch(b, f, big_res, at, t, reported, same);
+      }
   expect_path_clean("cluster_topk", t, same);
 }
 
-// The cluster kernel and the chunked kernel behind it, captured in a graph
-// and replayed (a batch of 4 with one flat row, which the search leaves to
-// the chunked kernel).
+// The cluster kernel captured in a graph and replayed (a batch of 4 with one
+// flat row, which its exact select decides).
 TEST(GpuSampler, GraphCaptureAndReplayCluster) {
   TS_REQUIRE_GPU();
   const ScalarFilter f{0.8f, 50, 0.9f, 0.0f};
