@@ -80,7 +80,7 @@ struct ProbeOut {
   int32_t hit, attempts, listed;
 };
 
-__global__ void __launch_bounds__(kThreads) cluster_topk_kernel(const float* logits, int64_t stride, int32_t vocab,
+__global__ void __launch_bounds__(kThreads) probe_cluster_kernel(const float* logits, int64_t stride, int32_t vocab,
                                                                 SamplingParams params, ProbeOut* out) {
   __shared__ ClusterSmem sm;
   cg::cluster_group cluster = cg::this_cluster();
@@ -212,40 +212,6 @@ __global__ void empty_kernel(int* flag) {
   if (threadIdx.x == 0) flag[blockIdx.x] = 1;
 }
 
-// Per call in a CUDA graph of `calls` captured calls (call(i, stream) issues
-// the i-th), replayed: the median over replays / calls, in microseconds, as
-// bench/sampler_bench.cu's us_graph.
-template <class F>
-float graph_us(F&& call, int calls, cudaStream_t s, int reps = 9) {
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
-  for (int i = 0; i < calls; ++i) call(i, s);
-  cudaStreamEndCapture(s, &g);
-  if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) return -1.0f;
-  cudaGraphLaunch(ge, s);
-  cudaStreamSynchronize(s);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<float> t;
-  for (int r = 0; r < reps; ++r) {
-    cudaEventRecord(e0, s);
-    cudaGraphLaunch(ge, s);
-    cudaEventRecord(e1, s);
-    cudaEventSynchronize(e1);
-    float ms;
-    cudaEventElapsedTime(&ms, e0, e1);
-    t.push_back(ms * 1000.0f / (float)calls);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 int main(int argc, char** argv) {
   const int64_t V = 129280;
   const int B = argc > 1 ? atoi(argv[1]) : 16;
@@ -256,7 +222,7 @@ int main(int argc, char** argv) {
   p.top_p.value = argc > 3 ? (float)atof(argv[3]) : 0.9f;
   p.seed.value = 42;
 
-  cudaFuncSetAttribute(cluster_topk_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  cudaFuncSetAttribute(probe_cluster_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   cudaLaunchConfig_t lc{};
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -268,7 +234,7 @@ int main(int argc, char** argv) {
   lc.numAttrs = 1;
   lc.gridDim = dim3(kClusterCtas);
   int clusters = 0;
-  cudaOccupancyMaxActiveClusters(&clusters, cluster_topk_kernel, &lc);
+  cudaOccupancyMaxActiveClusters(&clusters, probe_cluster_kernel, &lc);
   printf("top_k %d top_p %.3f; clusters of %d CTAs resident at once: %d (%s)\n", p.top_k.value, p.top_p.value,
          kClusterCtas, clusters, cudaGetErrorString(cudaGetLastError()));
 
@@ -295,7 +261,7 @@ int main(int argc, char** argv) {
 
     const float* rowp = rows.logits + (size_t)r * V;
     const float cl_us = probe::median_event_us(
-        [&] { cudaLaunchKernelEx(&lc, cluster_topk_kernel, rowp, (int64_t)V, (int32_t)V, p, d_out); });
+        [&] { cudaLaunchKernelEx(&lc, probe_cluster_kernel, rowp, (int64_t)V, (int32_t)V, p, d_out); });
     ProbeOut c;
     cudaMemcpy(&c, d_out, sizeof c, cudaMemcpyDeviceToHost);
     const bool eq = c.hit && c.token == lt && c.kept == lk && std::memcmp(&c.logprob, &llp, 4) == 0;
@@ -322,25 +288,25 @@ int main(int argc, char** argv) {
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     int* flags;
     cudaMalloc(&flags, 4 * 64);
-    const float lib_g = graph_us(
+    const float lib_g = probe::graph_us(
         [&](int i, cudaStream_t st) { launch_pivot(many.row(i), p, many.outputs(), many.workspace, st); }, graph_rows, s);
     cudaLaunchConfig_t gc = lc;
-    const float cl_g = graph_us(
+    const float cl_g = probe::graph_us(
         [&](int i, cudaStream_t st) {
           gc.stream = st;
-          cudaLaunchKernelEx(&gc, cluster_topk_kernel, (const float*)(many.logits + (size_t)i * V), (int64_t)V,
+          cudaLaunchKernelEx(&gc, probe_cluster_kernel, (const float*)(many.logits + (size_t)i * V), (int64_t)V,
                              (int32_t)V, p, d_out);
         },
         graph_rows, s);
     cudaFuncSetAttribute(empty_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    const float empty_cl = graph_us(
+    const float empty_cl = probe::graph_us(
         [&](int, cudaStream_t st) {
           gc.stream = st;
           cudaLaunchKernelEx(&gc, empty_kernel, flags);
         },
         graph_rows, s);
     const int chunks = (int)((V + PivotPolicy::kChunk - 1) / PivotPolicy::kChunk);
-    const float empty_plain = graph_us(
+    const float empty_plain = probe::graph_us(
         [&](int, cudaStream_t st) { empty_kernel<<<chunks, kThreads, 0, st>>>(flags); }, graph_rows, s);
     printf("graph replay, %d calls of one row each (us per call): library %.2f, cluster kernel %.2f; "
            "empty launches: cluster of %d CTAs %.2f, %d plain CTAs %.2f (%s)\n",

@@ -36,37 +36,6 @@ __global__ void empty_kernel(int* flag) {
   if (threadIdx.x == 0) flag[blockIdx.x] = 1;
 }
 
-template <class F>
-float graph_us(F&& call, int calls, cudaStream_t s, int reps = 9) {
-  cudaGraph_t g;
-  cudaGraphExec_t ge;
-  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
-  for (int i = 0; i < calls; ++i) call(i, s);
-  cudaStreamEndCapture(s, &g);
-  if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) return -1.0f;
-  cudaGraphLaunch(ge, s);
-  cudaStreamSynchronize(s);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  std::vector<float> t;
-  for (int r = 0; r < reps; ++r) {
-    cudaEventRecord(e0, s);
-    cudaGraphLaunch(ge, s);
-    cudaEventRecord(e1, s);
-    cudaEventSynchronize(e1);
-    float ms;
-    cudaEventElapsedTime(&ms, e0, e1);
-    t.push_back(ms * 1000.0f / (float)calls);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 int main(int argc, char** argv) {
   const int64_t V = 129280;
   const int rows = argc > 1 ? atoi(argv[1]) : 32;
@@ -84,12 +53,12 @@ int main(int argc, char** argv) {
     int* flags;
     cudaMalloc(&flags, 4 * 64);
     const auto lib = [&](const SamplingParams& q) {
-      return graph_us([&](int i, cudaStream_t st) { launch_pivot(many.row(i), q, many.outputs(), many.workspace, st); },
+      return probe::graph_us([&](int i, cudaStream_t st) { launch_pivot(many.row(i), q, many.outputs(), many.workspace, st); },
                       graph_rows, s);
     };
     const float t_lib = lib(p);
     const probe::RowBench flat(std::vector<float>((size_t)graph_rows * V, 1.5f), V);
-    const float t_flat = graph_us(
+    const float t_flat = probe::graph_us(
         [&](int i, cudaStream_t st) { launch_pivot(flat.row(i), p, flat.outputs(), flat.workspace, st); }, graph_rows, s);
     SamplingParams gp;
     gp.temperature.value = 0.0f;
@@ -105,7 +74,7 @@ int main(int argc, char** argv) {
     attr[0].val.clusterDim.z = 1;
     lc.attrs = attr;
     lc.numAttrs = 1;
-    const float t_empty = graph_us(
+    const float t_empty = probe::graph_us(
         [&](int, cudaStream_t st) {
           lc.stream = st;
           cudaLaunchKernelEx(&lc, empty_kernel, flags);

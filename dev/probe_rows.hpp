@@ -1,6 +1,7 @@
 // Shared by the dev probes (merge_probe.cu, fallback_probe.cu, rowcta_trace.cu,
-// split_trace.cu): the anchors' rows on the device, a median timing of calls
-// of the pivot sampler, a batch call's buffers and a line of stage
+// split_trace.cu, cluster_probe.cu, cluster_trace.cu): the anchors' rows on
+// the device, a median timing of calls of the pivot sampler (eager, and per
+// call in a replayed graph), a batch call's buffers and a line of stage
 // statistics.  Include after "cuda/pivot_sampler.cu".
 #pragma once
 
@@ -85,6 +86,40 @@ float median_event_us(F&& launch, int reps = 7) {
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Per call in a CUDA graph of `calls` captured calls (call(i, stream) issues
+// the i-th), replayed: the median over replays / calls, in microseconds, as
+// bench/sampler_bench.cu's us_graph.
+template <class F>
+inline float graph_us(F&& call, int calls, cudaStream_t s, int reps = 9) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+  for (int i = 0; i < calls; ++i) call(i, s);
+  cudaStreamEndCapture(s, &g);
+  if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) return -1.0f;
+  cudaGraphLaunch(ge, s);
+  cudaStreamSynchronize(s);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> t;
+  for (int r = 0; r < reps; ++r) {
+    cudaEventRecord(e0, s);
+    cudaGraphLaunch(ge, s);
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    t.push_back(ms * 1000.0f / (float)calls);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }

@@ -35,8 +35,7 @@ enum RowCtaKind : int {
 };
 
 // Small batches of top-k rows (k < kWarpList, no min-p, scalar parameters):
-// one thread-block cluster per row, then the rows it could not bracket on
-// the chunked kernel (pivot_cluster.cuh).
+// one thread-block cluster per row, one launch (pivot_cluster.cuh).
 template <class T>
 cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream);
 

@@ -123,8 +123,8 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
 // k < kWarpList and no min-p, by scalar parameters, with V <= kClusterCtas x
 // kThreads x kClusterItems, on sm_90 or later: one thread-block cluster per
 // row (pivot_cluster.cuh).  Its rows end in the row-CTA kernel's decision on
-// the same list (the row's top k), and the rows it cannot bracket run on the
-// chunked kernel behind it, so the choice cannot change a row's result.  Why
+// the same list (the row's top k; the rows its search cannot bracket by an
+// exact select), so the choice cannot change a row's result.  Why
 // small batches only: a cluster holds kClusterCtas SMs for one row, which
 // pays while the batch leaves SMs idle (docs/perf-notes.md v59: the anchors'
 // k50_p0.9 B = 1 / 16 -17 / -10 %, same run).
@@ -183,9 +183,7 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // way a row gets the same bits: the early test defers exactly the rows the
   // list would.
   a.early_defer = PivotPolicy::kEarlyDefer && may_split && logits.rows <= PivotPolicy::kEarlyDeferMaxRows;
-  // Top-k rows never defer, so the cluster path clears nothing: its kernel
-  // writes every row's flag in deferred_rows (a later call that uses that
-  // list clears it first).
+  // The cluster path uses no workspace: one launch decides every row.
   if (cluster_applies(logits, params)) {
     switch (logits.dtype) {
       case DType::kF32:

@@ -1167,6 +1167,22 @@ void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Resu
   }
 }
 
+// Small batch b (the cluster kernel's) against the CPU backend and against
+// the same rows repeated to 64 (the row-CTA kernel's batch), bits included.
+void check_against_rowcta_repeat(const HostBatch& b, const ScalarFilter& f, Tally& t, int& reported,
+                                 AloneTally& same) {
+  HostBatch big(64, b.vocab, b.vocab, b.dtype);
+  for (int64_t r = 0; r < big.rows; ++r) {
+    big.set_row(r, b.row(r % b.rows));
+    big.set_params(r, b.params(r % b.rows));
+    big.dist[r] = b.dist[r % b.rows];
+  }
+  const Results big_res = run_scalar(big, f);
+  std::vector<int64_t> at((size_t)b.rows);
+  for (int64_t r = 0; r < b.rows; ++r) at[(size_t)r] = r;
+  check_small_batch(b, f, big_res, at, t, reported, same);
+}
+
 // Batches of at most PivotPolicy::kClusterMaxRows rows with scalar top-k
 // parameters (k < 64, no min-p) and V <= 131,072 take the cluster kernel on
 // sm_90 (src/cuda/pivot_cluster.cuh); the rows its search cannot bracket
@@ -1194,17 +1210,7 @@ TEST(GpuSampler, ClusterTopKBatchesMatchCpuAndRowCta) {
         BatchOptions o;
         HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
         f.set_rows(b);
-        // The same rows, repeated to 64 (the row-CTA kernel's batch).
-        HostBatch big(64, b.vocab, b.vocab, b.dtype);
-        for (int64_t r = 0; r < big.rows; ++r) {
-          big.set_row(r, b.row(r % b.rows));
-          big.set_params(r, b.params(r % b.rows));
-          big.dist[r] = b.dist[r % b.rows];
-        }
-        const Results big_res = run_scalar(big, f);
-        std::vector<int64_t> at((size_t)b.rows);
-        for (int64_t r = 0; r < b.rows; ++r) at[(size_t)r] = r;
-        check_small_batch(b, f, big_res, at, t, reported, same);
+        check_against_rowcta_repeat(b, f, t, reported, same);
       }
   const ScalarFilter edge_filters[] = {{1.0f, 50, 1.0f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {1.0f, 1, 1.0f, 0.0f}};
   for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter& f) { return 9300 + (uint64_t)dt * 17 + (uint64_t)f.top_k; },
@@ -1259,16 +1265,7 @@ TEST(GpuSampler, ClusterTopKBatchesMatchCpuAndRowCta) {
         }
         f.set_rows(b);
         for (int64_t r = 0; r < b.rows; ++r) b.seed[r] = 500 + (uint64_t)r, b.offset[r] = 3;
-        HostBatch big(64, b.vocab, b.vocab, b.dtype);
-        for (int64_t r = 0; r < big.rows; ++r) {
-          big.set_row(r, b.row(r % b.rows));
-          big.set_params(r, b.params(r % b.rows));
-          big.dist[r] = b.dist[r % b.rows];
-        }
-        const Results big_res = run_scalar(big, f);
-        std::vector<int64_t> at((size_t)b.rows);
-        for (int64_t r = 0; r < b.rows; ++r) at[(size_t)r] = r;
-        check_small_batch(b, f, big_res, at, t, reported, same);
+        check_against_rowcta_repeat(b, f, t, reported, same);
       }
   expect_path_clean("cluster_topk", t, same);
 }
