@@ -111,9 +111,10 @@ __device__ __forceinline__ float cluster_aim(int j, int need, int cap) {
 
 // The standard normal's upper-tail quantile: z with P(Z > z) = q, 0 < q < 1
 // (Abramowitz & Stegun 26.2.23, |error| < 4.5e-4): one log, one square root
-// and one division, where normcdfinvf's general code took 0.8 us for the
-// three first pivots at B = 1 (v61's trace).  Pivots are heuristics: their
-// bits never reach a result, only which pivot lands.
+// and one division instead of normcdfinvf's general code.  The first
+// pivots' stage took 0.8 us at B = 1 either way (v61, v62's traces): its cost
+// is not this arithmetic.  Pivots are heuristics: their bits never reach a
+// result, only which pivot lands.
 __device__ __forceinline__ float upper_tail_quantile(float q) {
   const float t = sqrtf(-2.0f * __logf(fminf(q, 1.0f - q)));
   const float z = t - (2.515517f + t * (0.802853f + t * 0.010328f)) /
