@@ -60,6 +60,7 @@
 
 #include <cooperative_groups.h>
 
+#include "cuda/cta_list_finish.cuh"
 #include "cuda/pivot_rowcta.cuh"
 
 namespace tokensift::cuda_detail {
@@ -146,13 +147,15 @@ __device__ __forceinline__ float select_item(const float (&x)[N], int j) {
   return (j & 16) ? d[1] : d[0];
 }
 
-// The one-warp finish on CTA 0's list, out of line for the capped kernel:
-// inlined, its 64-bit sort and double sums raised the kernel's registers
-// (128 uncapped, spills under the cap).
+// The finish on CTA 0's list, out of line for the capped kernel: inlined,
+// its 64-bit compares and double sums raised the kernel's registers (128
+// uncapped, spills under the cap; v62 measured this for the one-warp form).
 template <class Policy>
-__device__ __noinline__ WarpListResult cluster_warp_finish(const uint64_t* cand, int n, uint64_t next,
-                                                           const RowConfig& cfg, float zmax, bool want_mass) {
-  return warp_decide_and_race<Policy>(cand, n, next == 0, next, cfg, zmax, nullptr, 0, want_mass);
+__device__ __noinline__ WarpListResult cluster_cta_finish(const uint64_t* cand, int n, uint64_t next,
+                                                          const RowConfig& cfg, float zmax, bool want_mass,
+                                                          CtaFinishSmem& fs) {
+  static_assert(Policy::kWarpList == kCtaFinishList, "the list after compaction fits the finish");
+  return cta_topk_finish<Policy::kThreads>(cand, n, next == 0, next, cfg, zmax, want_mass, fs);
 }
 
 // The exact top `need` of a row the search could not bracket (ties at the
@@ -278,6 +281,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   __shared__ int smem_ties[kCtas + 2];  // the exact path: each CTA's ties at the k-th key; digit and rank
   __shared__ int local_n, local_base;   // this CTA's part of the list: its count, its place (exact path)
   __shared__ int finish_decided;
+  __shared__ CtaFinishSmem finish_smem;  // CTA 0's finish
   MergeSmem<Policy>& sm = smem.merge;
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -541,15 +545,17 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
   // The finish: what decide_and_draw runs on a list of at most kWarpList
   // without min-p (pre-selection and its block-wide paths skipped), called
-  // here directly: warp_decide_and_race with the same arguments, then the
-  // same result and log-prob.  Out of line, decide_and_draw (every path of
-  // the merge) cost ~3.5 us at B = 1, mostly its cold code (v60's trace).
-  // It still takes any list the one-warp finish leaves undecided.
-  if (threadIdx.x < 32) {
+  // here directly: warp_decide_and_race's decisions with its per-position
+  // work spread over the CTA (cta_topk_finish: the same bits; the one-warp
+  // form took ~2.2 us at B = 1, v63's trace), then the same result and
+  // log-prob.  Out of line, decide_and_draw (every path of the merge) cost
+  // ~3.5 us at B = 1, mostly its cold code (v60's trace).  It still takes
+  // any list the finish leaves undecided.
+  {
+    const bool want_mass = a.out.logprobs != nullptr;
     const WarpListResult w =
-        kCapped ? cluster_warp_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, a.out.logprobs != nullptr)
-                : warp_decide_and_race<Policy>(sm.cand, sm.count, next == 0, next, cfg, zmax, nullptr, 0,
-                                               a.out.logprobs != nullptr);
+        kCapped ? cluster_cta_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, want_mass, finish_smem)
+                : cta_topk_finish<Policy::kThreads>(sm.cand, sm.count, next == 0, next, cfg, zmax, want_mass, finish_smem);
     if (threadIdx.x == 0) {
       finish_decided = w.decided;
       if (w.decided) {
