@@ -60,6 +60,7 @@
 
 #include <cooperative_groups.h>
 
+#include "cuda/cluster_mailbox.cuh"
 #include "cuda/cta_list_finish.cuh"
 #include "cuda/pivot_rowcta.cuh"
 
@@ -129,6 +130,19 @@ __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float ai
   const float q = fminf(fmaxf(aim, 0.5f), (float)st.eligible - 0.5f) / (float)st.eligible;
   return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * upper_tail_quantile(q);
 }
+
+// A CTA's statistics as one 16-byte message (its mailbox word): eligible
+// and nsample, each at most kThreads x kClusterItems (8,192), share a word.
+__device__ __forceinline__ uint4 pack_stats(const ChunkStats& c) {
+  return make_uint4(__float_as_uint(c.xmax), (uint32_t)c.eligible | ((uint32_t)c.nsample << 16),
+                    __float_as_uint(c.sum), __float_as_uint(c.sumsq));
+}
+__device__ __forceinline__ ChunkStats unpack_stats(const uint4& v) {
+  return {__uint_as_float(v.x), (int32_t)(v.y & 0xffffu), (int32_t)(v.y >> 16), __uint_as_float(v.z),
+          __uint_as_float(v.w)};
+}
+// Pivot p's count in a round's message.
+__device__ __forceinline__ int count_at(const uint4& v, int p) { return (int)(p == 0 ? v.x : p == 1 ? v.y : v.z); }
 
 // x[j] for a run-time j without leaving registers (an indexed register
 // array goes to local memory): a tree of selects on j's bits.
@@ -271,9 +285,14 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   constexpr int kWarps = Policy::kThreads / 32;
   constexpr float kInf = __builtin_huge_valf();
   static_assert(kPer % kVec == 0, "whole vectors per thread");
+  static_assert(kSpan < 65536, "pack_stats: a CTA's counts fit 16 bits");
   __shared__ PivotSmem<Policy> smem;  // CTA 0: the list and the finish
-  __shared__ ChunkStats stats_in[kCtas];  // every CTA's statistics (written by each CTA)
-  __shared__ int counts_in[kRounds][kCtas][kPivots];
+  // Mailboxes (cluster_mailbox.cuh): every CTA's statistics, packed
+  // (pack_stats), and each round's counts at the three pivots, written by
+  // each CTA of the cluster; CTA 0's list.  One mbarrier an exchange.
+  __shared__ uint4 stats_in[kCtas];
+  __shared__ uint4 counts_in[kRounds][kCtas];
+  __shared__ uint64_t box_stats, box_rounds[kRounds], box_list;
   __shared__ ChunkStats warp_stats[kWarps];
   __shared__ int warp_counts[kWarps][kPivots];
   __shared__ RowConfig row_cfg;
@@ -298,6 +317,19 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   // (compute-sanitizer's racecheck flags the stores otherwise): every CTA
   // arrives here and waits just before its first remote store, so the wait
   // overlaps the loads.
+  // The mailboxes are set up before that arrive: a CTA past the wait may
+  // send to any of them.
+  if (threadIdx.x == 0) {
+    mailbox_init(&box_stats);
+    mailbox_expect(&box_stats, kCtas * sizeof(uint4));
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      mailbox_init(&box_rounds[r]);
+      mailbox_expect(&box_rounds[r], kCtas * sizeof(uint4));
+    }
+    mailbox_init(&box_list);
+    mailbox_init_fence();
+  }
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
@@ -357,12 +389,12 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     ChunkStats c = warp_stats[0];
 #pragma unroll
     for (int w = 1; w < kWarps; ++w) c = ChunkStatsOp{}(c, warp_stats[w]);
-    *cluster.map_shared_rank(&stats_in[rank], (unsigned)threadIdx.x) = c;
+    mailbox_send(&stats_in[rank], &box_stats, threadIdx.x, pack_stats(c));
   }
-  cluster.sync();
-  ChunkStats rs = stats_in[0];
+  mailbox_wait(&box_stats);
+  ChunkStats rs = unpack_stats(stats_in[0]);
 #pragma unroll
-  for (int c = 1; c < kCtas; ++c) rs = ChunkStatsOp{}(rs, stats_in[c]);
+  for (int c = 1; c < kCtas; ++c) rs = ChunkStatsOp{}(rs, unpack_stats(stats_in[c]));
   TS_CLUSTER_MARK(3);
 
   // Statuses, in the row-CTA kernel's order (uniform over the cluster).
@@ -423,17 +455,16 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       for (int w = 0; w < kWarps; ++w)
 #pragma unroll
         for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[w][p];
-      int* dst = cluster.map_shared_rank(&counts_in[round][rank][0], (unsigned)threadIdx.x);
-#pragma unroll
-      for (int p = 0; p < kPivots; ++p) dst[p] = c[p];
+      mailbox_send(&counts_in[round][rank], &box_rounds[round], threadIdx.x,
+                   make_uint4((uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2], 0u));
     }
-    cluster.sync();
+    mailbox_wait(&box_rounds[round]);
     if (round == 0) TS_CLUSTER_MARK(15);
     int cnt[kPivots] = {0, 0, 0};
 #pragma unroll
     for (int c = 0; c < kCtas; ++c)
 #pragma unroll
-      for (int p = 0; p < kPivots; ++p) cnt[p] += counts_in[round][c][p];
+      for (int p = 0; p < kPivots; ++p) cnt[p] += count_at(counts_in[round][c], p);
     TS_CLUSTER_MARK(4 + round);
     TS_CLUSTER_INFO(0, round + 1);
     // Pivots ascend, so counts descend: the highest pivot whose count lands.
@@ -501,8 +532,11 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       __syncthreads();
       pos += local_base;
     } else {
-      for (int c = 0; c < rank; ++c) pos += counts_in[chosen_round][c][chosen_p];
-      if (rank == 0 && threadIdx.x == 0) sm.count = total;
+      for (int c = 0; c < rank; ++c) pos += count_at(counts_in[chosen_round][c], chosen_p);
+      if (rank == 0 && threadIdx.x == 0) {
+        sm.count = total;
+        mailbox_expect(&box_list, (uint32_t)total * sizeof(uint64_t));
+      }
     }
     if (my) {
       uint64_t* list = cluster.map_shared_rank(&sm.cand[0], 0u);
@@ -510,7 +544,9 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       while (mask) {
         const int j = __ffs((int)mask) - 1;
         mask &= mask - 1u;
-        list[pos++] = pack_order(contract::order_key(select_item(x, j)), index_of(j));
+        const uint64_t e = pack_order(contract::order_key(select_item(x, j)), index_of(j));
+        if (exact) list[pos++] = e;
+        else mailbox_send(&sm.cand[pos++], &box_list, 0u, e);
       }
     }
   }
@@ -518,8 +554,13 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
 #ifdef TOKENSIFT_CLUSTER_TRACE
   if (threadIdx.x == 0 && row_id < kClusterTraceRows) atomicMax(&cluster_trace_span[row_id][2], globaltimer_ns());
 #endif
-  cluster.sync();  // the list is complete; only CTA 0 goes on, on its own memory
+  // The list is complete when CTA 0's mailbox has every entry; only CTA 0
+  // goes on, on its own memory.  The exact path read other CTAs' histograms
+  // and appended with plain remote stores: a cluster barrier, which also
+  // keeps every CTA until no other reads its memory.
+  if (exact) cluster.sync();
   if (rank != 0) return;
+  if (!exact) mailbox_wait(&box_list);
   TS_CLUSTER_MARK(7);
   TS_CLUSTER_INFO(1, sm.count);
   if (exact) {
