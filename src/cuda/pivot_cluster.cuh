@@ -118,17 +118,25 @@ __device__ __forceinline__ float cluster_aim(int j, int need, int cap) {
 // is not this arithmetic.  Pivots are heuristics: their bits never reach a
 // result, only which pivot lands.
 __device__ __forceinline__ float upper_tail_quantile(float q) {
-  const float t = sqrtf(-2.0f * __logf(fminf(q, 1.0f - q)));
-  const float z = t - (2.515517f + t * (0.802853f + t * 0.010328f)) /
-                          (1.0f + t * (1.432788f + t * (0.189269f + t * 0.001308f)));
+  const float s = -2.0f * __logf(fminf(q, 1.0f - q));
+  const float t = s * rsqrtf(s);
+  const float z = t - __fdividef(2.515517f + t * (0.802853f + t * 0.010328f),
+                                 1.0f + t * (1.432788f + t * (0.189269f + t * 0.001308f)));
   return q < 0.5f ? z : -z;
 }
 
 // A Gaussian quantile: the z above which `aim` of the row's eligible tokens
 // are expected (the row statistics' mean and sigma).
+// Approximate arithmetic throughout (MUFU reciprocal, square root, logs):
+// the IEEE division and square root are subroutines with slow paths, cold
+// code in a stage that runs once per row, and a pivot's bits never reach a
+// result.
 __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float aim) {
-  const float q = fminf(fmaxf(aim, 0.5f), (float)st.eligible - 0.5f) / (float)st.eligible;
-  return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * upper_tail_quantile(q);
+  const float inv_n = __frcp_rn((float)max(st.nsample, 1));
+  const float mean = st.sum * inv_n, var = fmaxf(st.sumsq * inv_n - mean * mean, 0.0f);
+  const float elig = (float)st.eligible;
+  const float q = __fdividef(fminf(fmaxf(aim, 0.5f), elig - 0.5f), elig);
+  return mean + var * rsqrtf(fmaxf(var, 1e-30f)) * upper_tail_quantile(q);
 }
 
 // A CTA's statistics as one 16-byte message (its mailbox word): eligible
@@ -294,7 +302,9 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   __shared__ uint4 counts_in[kRounds][kCtas];
   __shared__ uint64_t box_stats, box_rounds[kRounds], box_list;
   __shared__ ChunkStats warp_stats[kWarps];
-  __shared__ int warp_counts[kWarps][kPivots];
+  // One per round: threads 0..kCtas-1 read a round's while other warps may
+  // already write the next one's (the mailbox wait is no CTA barrier).
+  __shared__ int warp_counts[kRounds][kWarps][kPivots];
   __shared__ RowConfig row_cfg;
   __shared__ uint64_t tau_sh;
   __shared__ int smem_ties[kCtas + 2];  // the exact path: each CTA's ties at the k-th key; digit and rank
@@ -364,14 +374,21 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
 
   // 1. Statistics: raw max (status), eligible count, sums of z and z^2.
   ChunkStats st{-kInf, 0, 0, 0.0f, 0.0f};
-  const bool unit = cfg.temperature == 1.0f;
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) {
+  // One loop per case, so that a row runs only its own straight-line code
+  // (fetched cold once per row, as v64 found for the list): at T = 1 no
+  // division and no slow-path call per item.  Same values either way.
+  const auto stat_item = [&](int j, float sc) {
     st.xmax = max_nan(st.xmax, x[j]);
-    const float sc = unit ? x[j] : contract::scale(x[j], cfg.temperature);
     x[j] = sc > -kInf ? sc : -kInf;  // NaN: never listed (the row's status is NaN)
     st.eligible += x[j] > -kInf;
     add_sample(st, x[j]);
+  };
+  if (cfg.temperature == 1.0f) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) stat_item(j, x[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) stat_item(j, contract::scale(x[j], cfg.temperature));
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -446,7 +463,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     }
     if (lane == 0)
 #pragma unroll
-      for (int p = 0; p < kPivots; ++p) warp_counts[warp][p] = my[p];
+      for (int p = 0; p < kPivots; ++p) warp_counts[round][warp][p] = my[p];
     __syncthreads();
     if (round == 0) TS_CLUSTER_MARK(14);
     if ((int)threadIdx.x < kCtas) {
@@ -454,7 +471,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
 #pragma unroll
       for (int w = 0; w < kWarps; ++w)
 #pragma unroll
-        for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[w][p];
+        for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[round][w][p];
       mailbox_send(&counts_in[round][rank], &box_rounds[round], threadIdx.x,
                    make_uint4((uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2], 0u));
     }
