@@ -60,6 +60,8 @@
 
 #include <cooperative_groups.h>
 
+#include "cuda/cluster_mailbox.cuh"
+#include "cuda/cta_list_finish.cuh"
 #include "cuda/pivot_rowcta.cuh"
 
 namespace tokensift::cuda_detail {
@@ -116,18 +118,39 @@ __device__ __forceinline__ float cluster_aim(int j, int need, int cap) {
 // is not this arithmetic.  Pivots are heuristics: their bits never reach a
 // result, only which pivot lands.
 __device__ __forceinline__ float upper_tail_quantile(float q) {
-  const float t = sqrtf(-2.0f * __logf(fminf(q, 1.0f - q)));
-  const float z = t - (2.515517f + t * (0.802853f + t * 0.010328f)) /
-                          (1.0f + t * (1.432788f + t * (0.189269f + t * 0.001308f)));
+  const float s = -2.0f * __logf(fminf(q, 1.0f - q));
+  const float t = s * rsqrtf(s);
+  const float z = t - __fdividef(2.515517f + t * (0.802853f + t * 0.010328f),
+                                 1.0f + t * (1.432788f + t * (0.189269f + t * 0.001308f)));
   return q < 0.5f ? z : -z;
 }
 
 // A Gaussian quantile: the z above which `aim` of the row's eligible tokens
 // are expected (the row statistics' mean and sigma).
+// Approximate arithmetic throughout (MUFU reciprocal, square root, logs):
+// the IEEE division and square root are subroutines with slow paths, cold
+// code in a stage that runs once per row, and a pivot's bits never reach a
+// result.
 __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float aim) {
-  const float q = fminf(fmaxf(aim, 0.5f), (float)st.eligible - 0.5f) / (float)st.eligible;
-  return sample_mean(st) + sqrtf(fmaxf(sample_var(st), 0.0f)) * upper_tail_quantile(q);
+  const float inv_n = __frcp_rn((float)max(st.nsample, 1));
+  const float mean = st.sum * inv_n, var = fmaxf(st.sumsq * inv_n - mean * mean, 0.0f);
+  const float elig = (float)st.eligible;
+  const float q = __fdividef(fminf(fmaxf(aim, 0.5f), elig - 0.5f), elig);
+  return mean + var * rsqrtf(fmaxf(var, 1e-30f)) * upper_tail_quantile(q);
 }
+
+// A CTA's statistics as one 16-byte message (its mailbox word): eligible
+// and nsample, each at most kThreads x kClusterItems (8,192), share a word.
+__device__ __forceinline__ uint4 pack_stats(const ChunkStats& c) {
+  return make_uint4(__float_as_uint(c.xmax), (uint32_t)c.eligible | ((uint32_t)c.nsample << 16),
+                    __float_as_uint(c.sum), __float_as_uint(c.sumsq));
+}
+__device__ __forceinline__ ChunkStats unpack_stats(const uint4& v) {
+  return {__uint_as_float(v.x), (int32_t)(v.y & 0xffffu), (int32_t)(v.y >> 16), __uint_as_float(v.z),
+          __uint_as_float(v.w)};
+}
+// Pivot p's count in a round's message.
+__device__ __forceinline__ int count_at(const uint4& v, int p) { return (int)(p == 0 ? v.x : p == 1 ? v.y : v.z); }
 
 // x[j] for a run-time j without leaving registers (an indexed register
 // array goes to local memory): a tree of selects on j's bits.
@@ -146,13 +169,15 @@ __device__ __forceinline__ float select_item(const float (&x)[N], int j) {
   return (j & 16) ? d[1] : d[0];
 }
 
-// The one-warp finish on CTA 0's list, out of line for the capped kernel:
-// inlined, its 64-bit sort and double sums raised the kernel's registers
-// (128 uncapped, spills under the cap).
+// The finish on CTA 0's list, out of line for the capped kernel: inlined,
+// its 64-bit compares and double sums raised the kernel's registers (128
+// uncapped, spills under the cap; v62 measured this for the one-warp form).
 template <class Policy>
-__device__ __noinline__ WarpListResult cluster_warp_finish(const uint64_t* cand, int n, uint64_t next,
-                                                           const RowConfig& cfg, float zmax, bool want_mass) {
-  return warp_decide_and_race<Policy>(cand, n, next == 0, next, cfg, zmax, nullptr, 0, want_mass);
+__device__ __noinline__ WarpListResult cluster_cta_finish(const uint64_t* cand, int n, uint64_t next,
+                                                          const RowConfig& cfg, float zmax, bool want_mass,
+                                                          CtaFinishSmem& fs) {
+  static_assert(Policy::kWarpList == kCtaFinishList, "the list after compaction fits the finish");
+  return cta_topk_finish<Policy::kThreads>(cand, n, next == 0, next, cfg, zmax, want_mass, fs);
 }
 
 // The exact top `need` of a row the search could not bracket (ties at the
@@ -268,16 +293,24 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   constexpr int kWarps = Policy::kThreads / 32;
   constexpr float kInf = __builtin_huge_valf();
   static_assert(kPer % kVec == 0, "whole vectors per thread");
+  static_assert(kSpan < 65536, "pack_stats: a CTA's counts fit 16 bits");
   __shared__ PivotSmem<Policy> smem;  // CTA 0: the list and the finish
-  __shared__ ChunkStats stats_in[kCtas];  // every CTA's statistics (written by each CTA)
-  __shared__ int counts_in[kRounds][kCtas][kPivots];
+  // Mailboxes (cluster_mailbox.cuh): every CTA's statistics, packed
+  // (pack_stats), and each round's counts at the three pivots, written by
+  // each CTA of the cluster; CTA 0's list.  One mbarrier an exchange.
+  __shared__ uint4 stats_in[kCtas];
+  __shared__ uint4 counts_in[kRounds][kCtas];
+  __shared__ uint64_t box_stats, box_rounds[kRounds], box_list;
   __shared__ ChunkStats warp_stats[kWarps];
-  __shared__ int warp_counts[kWarps][kPivots];
+  // One per round: threads 0..kCtas-1 read a round's while other warps may
+  // already write the next one's (the mailbox wait is no CTA barrier).
+  __shared__ int warp_counts[kRounds][kWarps][kPivots];
   __shared__ RowConfig row_cfg;
   __shared__ uint64_t tau_sh;
   __shared__ int smem_ties[kCtas + 2];  // the exact path: each CTA's ties at the k-th key; digit and rank
   __shared__ int local_n, local_base;   // this CTA's part of the list: its count, its place (exact path)
   __shared__ int finish_decided;
+  __shared__ CtaFinishSmem finish_smem;  // CTA 0's finish
   MergeSmem<Policy>& sm = smem.merge;
   cg::cluster_group cluster = cg::this_cluster();
   const int rank = (int)cluster.block_rank();
@@ -294,6 +327,19 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   // (compute-sanitizer's racecheck flags the stores otherwise): every CTA
   // arrives here and waits just before its first remote store, so the wait
   // overlaps the loads.
+  // The mailboxes are set up before that arrive: a CTA past the wait may
+  // send to any of them.
+  if (threadIdx.x == 0) {
+    mailbox_init(&box_stats);
+    mailbox_expect(&box_stats, kCtas * sizeof(uint4));
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      mailbox_init(&box_rounds[r]);
+      mailbox_expect(&box_rounds[r], kCtas * sizeof(uint4));
+    }
+    mailbox_init(&box_list);
+    mailbox_init_fence();
+  }
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
@@ -328,14 +374,21 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
 
   // 1. Statistics: raw max (status), eligible count, sums of z and z^2.
   ChunkStats st{-kInf, 0, 0, 0.0f, 0.0f};
-  const bool unit = cfg.temperature == 1.0f;
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) {
+  // One loop per case, so that a row runs only its own straight-line code
+  // (fetched cold once per row, as v64 found for the list): at T = 1 no
+  // division and no slow-path call per item.  Same values either way.
+  const auto stat_item = [&](int j, float sc) {
     st.xmax = max_nan(st.xmax, x[j]);
-    const float sc = unit ? x[j] : contract::scale(x[j], cfg.temperature);
     x[j] = sc > -kInf ? sc : -kInf;  // NaN: never listed (the row's status is NaN)
     st.eligible += x[j] > -kInf;
     add_sample(st, x[j]);
+  };
+  if (cfg.temperature == 1.0f) {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) stat_item(j, x[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) stat_item(j, contract::scale(x[j], cfg.temperature));
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -353,12 +406,12 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     ChunkStats c = warp_stats[0];
 #pragma unroll
     for (int w = 1; w < kWarps; ++w) c = ChunkStatsOp{}(c, warp_stats[w]);
-    *cluster.map_shared_rank(&stats_in[rank], (unsigned)threadIdx.x) = c;
+    mailbox_send(&stats_in[rank], &box_stats, threadIdx.x, pack_stats(c));
   }
-  cluster.sync();
-  ChunkStats rs = stats_in[0];
+  mailbox_wait(&box_stats);
+  ChunkStats rs = unpack_stats(stats_in[0]);
 #pragma unroll
-  for (int c = 1; c < kCtas; ++c) rs = ChunkStatsOp{}(rs, stats_in[c]);
+  for (int c = 1; c < kCtas; ++c) rs = ChunkStatsOp{}(rs, unpack_stats(stats_in[c]));
   TS_CLUSTER_MARK(3);
 
   // Statuses, in the row-CTA kernel's order (uniform over the cluster).
@@ -410,7 +463,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     }
     if (lane == 0)
 #pragma unroll
-      for (int p = 0; p < kPivots; ++p) warp_counts[warp][p] = my[p];
+      for (int p = 0; p < kPivots; ++p) warp_counts[round][warp][p] = my[p];
     __syncthreads();
     if (round == 0) TS_CLUSTER_MARK(14);
     if ((int)threadIdx.x < kCtas) {
@@ -418,18 +471,17 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
 #pragma unroll
       for (int w = 0; w < kWarps; ++w)
 #pragma unroll
-        for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[w][p];
-      int* dst = cluster.map_shared_rank(&counts_in[round][rank][0], (unsigned)threadIdx.x);
-#pragma unroll
-      for (int p = 0; p < kPivots; ++p) dst[p] = c[p];
+        for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[round][w][p];
+      mailbox_send(&counts_in[round][rank], &box_rounds[round], threadIdx.x,
+                   make_uint4((uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2], 0u));
     }
-    cluster.sync();
+    mailbox_wait(&box_rounds[round]);
     if (round == 0) TS_CLUSTER_MARK(15);
     int cnt[kPivots] = {0, 0, 0};
 #pragma unroll
     for (int c = 0; c < kCtas; ++c)
 #pragma unroll
-      for (int p = 0; p < kPivots; ++p) cnt[p] += counts_in[round][c][p];
+      for (int p = 0; p < kPivots; ++p) cnt[p] += count_at(counts_in[round][c], p);
     TS_CLUSTER_MARK(4 + round);
     TS_CLUSTER_INFO(0, round + 1);
     // Pivots ascend, so counts descend: the highest pivot whose count lands.
@@ -497,8 +549,11 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       __syncthreads();
       pos += local_base;
     } else {
-      for (int c = 0; c < rank; ++c) pos += counts_in[chosen_round][c][chosen_p];
-      if (rank == 0 && threadIdx.x == 0) sm.count = total;
+      for (int c = 0; c < rank; ++c) pos += count_at(counts_in[chosen_round][c], chosen_p);
+      if (rank == 0 && threadIdx.x == 0) {
+        sm.count = total;
+        mailbox_expect(&box_list, (uint32_t)total * sizeof(uint64_t));
+      }
     }
     if (my) {
       uint64_t* list = cluster.map_shared_rank(&sm.cand[0], 0u);
@@ -506,7 +561,9 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       while (mask) {
         const int j = __ffs((int)mask) - 1;
         mask &= mask - 1u;
-        list[pos++] = pack_order(contract::order_key(select_item(x, j)), index_of(j));
+        const uint64_t e = pack_order(contract::order_key(select_item(x, j)), index_of(j));
+        if (exact) list[pos++] = e;
+        else mailbox_send(&sm.cand[pos++], &box_list, 0u, e);
       }
     }
   }
@@ -514,8 +571,13 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
 #ifdef TOKENSIFT_CLUSTER_TRACE
   if (threadIdx.x == 0 && row_id < kClusterTraceRows) atomicMax(&cluster_trace_span[row_id][2], globaltimer_ns());
 #endif
-  cluster.sync();  // the list is complete; only CTA 0 goes on, on its own memory
+  // The list is complete when CTA 0's mailbox has every entry; only CTA 0
+  // goes on, on its own memory.  The exact path read other CTAs' histograms
+  // and appended with plain remote stores: a cluster barrier, which also
+  // keeps every CTA until no other reads its memory.
+  if (exact) cluster.sync();
   if (rank != 0) return;
+  if (!exact) mailbox_wait(&box_list);
   TS_CLUSTER_MARK(7);
   TS_CLUSTER_INFO(1, sm.count);
   if (exact) {
@@ -541,15 +603,17 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
   // The finish: what decide_and_draw runs on a list of at most kWarpList
   // without min-p (pre-selection and its block-wide paths skipped), called
-  // here directly: warp_decide_and_race with the same arguments, then the
-  // same result and log-prob.  Out of line, decide_and_draw (every path of
-  // the merge) cost ~3.5 us at B = 1, mostly its cold code (v60's trace).
-  // It still takes any list the one-warp finish leaves undecided.
-  if (threadIdx.x < 32) {
+  // here directly: warp_decide_and_race's decisions with its per-position
+  // work spread over the CTA (cta_topk_finish: the same bits; the one-warp
+  // form took ~2.2 us at B = 1, v63's trace), then the same result and
+  // log-prob.  Out of line, decide_and_draw (every path of the merge) cost
+  // ~3.5 us at B = 1, mostly its cold code (v60's trace).  It still takes
+  // any list the finish leaves undecided.
+  {
+    const bool want_mass = a.out.logprobs != nullptr;
     const WarpListResult w =
-        kCapped ? cluster_warp_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, a.out.logprobs != nullptr)
-                : warp_decide_and_race<Policy>(sm.cand, sm.count, next == 0, next, cfg, zmax, nullptr, 0,
-                                               a.out.logprobs != nullptr);
+        kCapped ? cluster_cta_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, want_mass, finish_smem)
+                : cta_topk_finish<Policy::kThreads>(sm.cand, sm.count, next == 0, next, cfg, zmax, want_mass, finish_smem);
     if (threadIdx.x == 0) {
       finish_decided = w.decided;
       if (w.decided) {
