@@ -13,8 +13,8 @@
 // cluster instead of a CTA): every CTA loads its kClusterItems logits per
 // thread once, into registers, and forms z.  (1) Statistics: each CTA's
 // NaN-propagating raw max, eligible count and the sums of z and z^2 over its
-// eligible tokens go to every CTA of the cluster (remote stores, one cluster
-// barrier); each CTA combines the kClusterCtas records in one fixed order, so
+// eligible tokens go to every CTA of the cluster (one 16-byte st.async into
+// each CTA's statistics mailbox, cluster_mailbox.cuh); each CTA combines the kClusterCtas records in one fixed order, so
 // all hold the same row statistics bit for bit and take the same decisions.
 // (2) Search: three pivots per round, Gaussian quantiles aimed at counts
 // spread geometrically around the window [need, kWarpList] (need = the
@@ -26,16 +26,21 @@
 // brackets takes an exact radix select instead (cluster_exact_select: the
 // k-th key in four 8-bit passes, its ties cut by index), which lists exactly
 // the row's top `need`.  (3) Every token at or above the chosen pivot (or
-// in the exact top `need`) goes into CTA 0's candidate list by remote
-// stores, each CTA's part placed by the counts the CTAs exchanged (the exact
-// path: one remote atomic a CTA); after a last cluster barrier CTA 0 runs
-// what the row-CTA kernel runs on its list: an exact compaction to at most
-// kWarpList (ties cut by index) and the merge's one-warp decision and draw.
-// One launch, no workspace: every row is decided here.  Where a B = 1 call's
-// ~11 us go (v63, dev/cluster_trace.cu and Nsight Compute): CTA 0 waits at
-// cluster barriers for 42 % of its stall samples, on instruction fetch for
-// 24 % (the list phase's unrolled code above all), on the barriers' release
-// fences for 12 %; no stage is arithmetic-bound (perf-notes v63).
+// in the exact top `need`) goes into CTA 0's candidate list, each CTA's
+// part placed by the counts the CTAs exchanged, by st.async into CTA 0's
+// list mailbox, whose expected bytes are the chosen pivot's count (the exact
+// path: one remote atomic a CTA, plain remote stores, a cluster barrier).
+// The other CTAs leave; CTA 0 runs what the row-CTA kernel runs on its list:
+// an exact compaction to at most kWarpList (ties cut by index) and the
+// merge's one-warp decisions and draw, their per-position work spread over
+// the CTA (cta_list_finish.cuh).  One launch, no workspace: every row is
+// decided here.  Where a B = 1 call's ~7.2 us go (v66's trace, v67): CTA 0
+// has its data ~2.1 us after entry (a DRAM round trip), then the exchanges
+// (0.2-0.4 us each since the mailboxes replaced cluster barriers, whose
+// waits and release fences held 54 % of CTA 0's stall samples at v63), the
+// first pivots and round 1's count (~1.5), the list (~1.0) and the finish
+// (~1.7); the rest is the launch.  No stage is arithmetic-bound: each pays
+// for the cold code regions it enters (dev/stage_cost_probe.cu).
 //
 // Why the bits equal the other paths' (the GPU tests' row-alone checks):
 // the list holds every token of the row at or above the pivot, so it is the
@@ -49,8 +54,8 @@
 //
 // Failure modes: a row the search cannot bracket (a flat row: every token
 // ties, so a pivot counts none or all of them; rows whose sums overflow or
-// cancel in fp32, such as 3,000 + N(0, 1)) pays the exact select, four more
-// cluster barriers and histograms (v59 sent it to the chunked kernel in a
+// cancel in fp32, such as 3,000 + N(0, 1)) pays the exact select, five more
+// cluster barriers and four histograms (v59 sent it to the chunked kernel in a
 // second launch that every call then waited for, perf-notes v60).  A
 // cluster needs kClusterCtas co-resident CTAs in one GPC; launches wait for
 // them like any grid.  Only V <= kClusterCtas x kThreads x kClusterItems
