@@ -24,8 +24,10 @@
 // - the receiver arrives once (expect) with the bytes it will receive; the
 //   messages may land before that arrive (the transaction count goes
 //   negative and the phase cannot complete without the arrive);
-// - a CTA leaves only after the waits for everything sent to it; what it
-//   sends needs nothing from it once issued.
+// - a CTA leaves only after the waits for everything sent to it.  That a
+//   sender may leave once its st.async stores are issued (the cluster
+//   kernel's CTAs 1..15 do) is what the GPU tests and compute-sanitizer
+//   showed at v66-v67, not something the PTX ISA states.
 #pragma once
 
 #include <stdint.h>
