@@ -39,7 +39,10 @@
 // and only the pair's own roundings enter, the same error terms the
 // per-token test's margin covers), so the group is skipped after one lg2
 // instead of four.  With the bar near the row's best score almost every group
-// passes it (perf-notes v69).
+// passes it (perf-notes v69).  The group's statistics (kGroupStats) come from
+// its largest and smallest logits (the row max, the eligible count, the
+// largest z by one division), and each token's z is formed only when the
+// group test fails.
 //
 // Cost: the race is issue-bound, ~36 instructions a token executed (fp32,
 // Nsight Compute, v25b), a quarter of a Philox call the largest part; so
@@ -173,19 +176,37 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     }
 #pragma unroll
     for (int g = 0; g < kVec / 4; ++g) {  // one Philox group of four tokens
-      float z[4];
-      float zm = -kInf;
+      float x[4];
 #pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        const float xi = to_float(e[4 * g + w]);
-        mine.xmax = max_nan(mine.xmax, xi);
-        const float zz = unit ? xi : contract::scale(xi, temperature);
-        const bool elig = zz > -kInf;
-        mine.eligible += elig;
-        // A NaN z may stay as it is under kGroupTest: fmaxf drops it from
-        // zm and its own test (z > -inf) is false, as for -inf.
-        z[w] = Policy::kGroupTest ? zz : elig ? zz : -kInf;
-        zm = fmaxf(zm, z[w]);
+      for (int w = 0; w < 4; ++w) x[w] = to_float(e[4 * g + w]);
+      float zm;  // the group's largest z
+      if constexpr (Policy::kGroupStats) {
+        // The group's statistics from its largest and smallest logits:
+        // x / T is monotone, so max z = scale(max x) and the four are
+        // eligible when scale(min x) > -inf (one division a group, not
+        // four).  A NaN makes xm NaN (the row's status; the group is
+        // skipped below, its tokens never race) and may be counted as
+        // eligible by xn, whose count a rejected row never reports.
+        const float xm = max_nan(max_nan(x[0], x[1]), max_nan(x[2], x[3]));
+        const float xn = fminf(fminf(x[0], x[1]), fminf(x[2], x[3]));
+        mine.xmax = max_nan(mine.xmax, xm);
+        zm = unit ? xm : contract::scale(xm, temperature);
+        const float zn = unit ? xn : contract::scale(xn, temperature);
+        if (zn > -kInf) {
+          mine.eligible += 4;
+        } else {
+#pragma unroll
+          for (int w = 0; w < 4; ++w) mine.eligible += (unit ? x[w] : contract::scale(x[w], temperature)) > -kInf;
+        }
+      } else {
+        zm = -kInf;
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          mine.xmax = max_nan(mine.xmax, x[w]);
+          const float zz = unit ? x[w] : contract::scale(x[w], temperature);
+          mine.eligible += zz > -kInf;
+          zm = fmaxf(zm, zz);
+        }
       }
       if (!(zm > -kInf) || beaten(zm)) continue;
       const uint32_t i = (uint32_t)(i0 + 4 * g);
@@ -197,10 +218,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
           continue;
       }
       // The four tests, without branches; the exact scores only when one
-      // of them asks (a warp pays them when any lane does).
+      // of them asks (a warp pays them when any lane does).  A NaN or -inf z
+      // fails its own test (z > -inf).
+      float z[4];
       bool need[4];
 #pragma unroll
-      for (int w = 0; w < 4; ++w) need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
+      for (int w = 0; w < 4; ++w) {
+        z[w] = unit ? x[w] : contract::scale(x[w], temperature);
+        need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
+      }
       if (need[0] | need[1] | need[2] | need[3]) {
 #pragma unroll
         for (int w = 0; w < 4; ++w)

@@ -47,6 +47,11 @@
 #ifndef TOKENSIFT_PLAIN_RACE_GROUP_TEST
 #define TOKENSIFT_PLAIN_RACE_GROUP_TEST 1
 #endif
+// 1: a group's row max, eligible count and largest z from its largest and
+// smallest logits (one division a group at T != 1); 0: token by token.
+#ifndef TOKENSIFT_PLAIN_RACE_GROUP_STATS
+#define TOKENSIFT_PLAIN_RACE_GROUP_STATS 1
+#endif
 // 1: each warp's bar goes to a block-wide bar (one shared atomic max a warp
 // a round) and comes back raised by every other warp's; 0: per warp only.
 #ifndef TOKENSIFT_PLAIN_RACE_BLOCK_BAR
@@ -67,6 +72,7 @@ struct PlainRacePolicy {
   static constexpr float kSkipMargin = PivotPolicy::kRaceSkipMargin;
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
   static constexpr bool kGroupTest = TOKENSIFT_PLAIN_RACE_GROUP_TEST != 0;
+  static constexpr bool kGroupStats = TOKENSIFT_PLAIN_RACE_GROUP_STATS != 0;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
 };
 
