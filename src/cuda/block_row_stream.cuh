@@ -66,9 +66,13 @@ __device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab
 // while it computes (for callers whose work per vector is long enough to
 // expose the load latency otherwise: kUnroll ahead costs the registers of
 // 2 kUnroll vectors).
-template <int kThreads, int kUnroll, class T, class F, class FV, class FB>
+// prologue() runs once in every thread after the first round's loads are
+// issued (and after the unaligned head went to f), before any vector is
+// worked: work that must precede the vectors (a block barrier included) then
+// waits alongside those loads, not ahead of them.
+template <int kThreads, int kUnroll, class T, class F, class FV, class FB, class FP>
 __device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t vocab, F&& f, FV&& fv,
-                                                           FB&& batch_done) {
+                                                           FB&& batch_done, FP&& prologue) {
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kStep = kThreads * kUnroll;
   const int32_t head = row_head(row, vocab);
@@ -84,6 +88,7 @@ __device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t
   };
   uint4 cur[kUnroll];
   load(cur, 0);
+  prologue();
   for (int32_t base = 0; base < nvec; base += kStep) {
     uint4 next[kUnroll];
     load(next, base + kStep);
@@ -97,6 +102,12 @@ __device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t
     for (int u = 0; u < kUnroll; ++u) cur[u] = next[u];
   }
   for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) f(i, to_float(row[i]));
+}
+
+template <int kThreads, int kUnroll, class T, class F, class FV, class FB>
+__device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t vocab, F&& f, FV&& fv,
+                                                           FB&& batch_done) {
+  block_stream_row_vec_ahead<kThreads, kUnroll>(row, vocab, f, fv, batch_done, [] {});
 }
 
 template <int kThreads, int kUnroll, class T, class F, class FV>
