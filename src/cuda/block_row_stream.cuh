@@ -66,13 +66,9 @@ __device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab
 // while it computes (for callers whose work per vector is long enough to
 // expose the load latency otherwise: kUnroll ahead costs the registers of
 // 2 kUnroll vectors).
-// prologue() runs once in every thread after the first round's loads are
-// issued (and after the unaligned head went to f), before any vector is
-// worked: work that must precede the vectors (a block barrier included) then
-// waits alongside those loads, not ahead of them.
-template <int kThreads, int kUnroll, class T, class F, class FV, class FB, class FP>
+template <int kThreads, int kUnroll, class T, class F, class FV, class FB>
 __device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t vocab, F&& f, FV&& fv,
-                                                           FB&& batch_done, FP&& prologue) {
+                                                           FB&& batch_done) {
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kStep = kThreads * kUnroll;
   const int32_t head = row_head(row, vocab);
@@ -88,7 +84,6 @@ __device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t
   };
   uint4 cur[kUnroll];
   load(cur, 0);
-  prologue();
   for (int32_t base = 0; base < nvec; base += kStep) {
     uint4 next[kUnroll];
     load(next, base + kStep);
@@ -102,12 +97,6 @@ __device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t
     for (int u = 0; u < kUnroll; ++u) cur[u] = next[u];
   }
   for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) f(i, to_float(row[i]));
-}
-
-template <int kThreads, int kUnroll, class T, class F, class FV, class FB>
-__device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t vocab, F&& f, FV&& fv,
-                                                           FB&& batch_done) {
-  block_stream_row_vec_ahead<kThreads, kUnroll>(row, vocab, f, fv, batch_done, [] {});
 }
 
 template <int kThreads, int kUnroll, class T, class F, class FV>

@@ -112,13 +112,18 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   const uint64_t seed = p.seed.at(row), offset = p.offset.at(row);
 
   // The first bar: the best exact score of one token per thread, spread over
-  // the row (a real token's score, so a valid bar).  Its load goes out first;
-  // under kEarlyStream the stream's first loads follow it before the bar is
-  // formed (first_bar, the stream's prologue), so the two round trips overlap.
-  const int32_t sample_i = (int32_t)((int64_t)threadIdx.x * vocab / Policy::kThreads);
-  const float sample_x = to_float(x[sample_i]);
+  // the row (a real token's score, so a valid bar).
   if (threadIdx.x == 0) bar_key = 0;
-  float bar = -kInf;
+  __syncthreads();
+  {
+    const int32_t i = (int32_t)((int64_t)threadIdx.x * vocab / Policy::kThreads);
+    const float xi = to_float(x[i]);
+    const float z = unit ? xi : contract::scale(xi, temperature);
+    if (z > -kInf && z < kInf)
+      atomicMax(&bar_key, contract::order_key(contract::race_score(z, seed, offset, (uint32_t)i)));
+  }
+  __syncthreads();
+  float bar = bar_key ? contract::key_to_float(bar_key) : -kInf;
 
   PlainRaceState mine{0, -kInf, 0};
   // The skip test in the log2 domain (contract::race_skip_h and _cut): an
@@ -137,15 +142,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
       bar_low = bar - Policy::kSkipMargin;
     }
   };
-  auto first_bar = [&] {
-    __syncthreads();  // bar_key = 0
-    const float z = unit ? sample_x : contract::scale(sample_x, temperature);
-    if (z > -kInf && z < kInf)
-      atomicMax(&bar_key, contract::order_key(contract::race_score(z, seed, offset, (uint32_t)sample_i)));
-    __syncthreads();
-    if (bar_key) raise_bar(contract::key_to_float(bar_key));
-  };
-  if constexpr (!Policy::kEarlyStream) first_bar();
   auto cut = [&]() { return bar_cut; };
   auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools
     return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(contract::race_skip_h(bits)) > fmaf(z, contract::kLog2E, c));
@@ -248,9 +244,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     }
     raise_bar(contract::key_to_float(k));
   };
-  if constexpr (Policy::kAhead && Policy::kEarlyStream)
-    block_stream_row_vec_ahead<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done, first_bar);
-  else if constexpr (Policy::kAhead)
+  if constexpr (Policy::kAhead)
     block_stream_row_vec_ahead<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);
   else
     block_stream_row_vec<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);

@@ -52,11 +52,6 @@
 #ifndef TOKENSIFT_PLAIN_RACE_GROUP_STATS
 #define TOKENSIFT_PLAIN_RACE_GROUP_STATS 1
 #endif
-// 1: the stream's first loads go out before the first bar is formed from
-// its sample (the stream's prologue), loads ahead only; 0: after it.
-#ifndef TOKENSIFT_PLAIN_RACE_EARLY_STREAM
-#define TOKENSIFT_PLAIN_RACE_EARLY_STREAM 1
-#endif
 // 1: each warp's bar goes to a block-wide bar (one shared atomic max a warp
 // a round) and comes back raised by every other warp's; 0: per warp only.
 #ifndef TOKENSIFT_PLAIN_RACE_BLOCK_BAR
@@ -78,7 +73,6 @@ struct PlainRacePolicy {
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
   static constexpr bool kGroupTest = TOKENSIFT_PLAIN_RACE_GROUP_TEST != 0;
   static constexpr bool kGroupStats = TOKENSIFT_PLAIN_RACE_GROUP_STATS != 0;
-  static constexpr bool kEarlyStream = kAhead && TOKENSIFT_PLAIN_RACE_EARLY_STREAM != 0;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
 };
 
