@@ -41,6 +41,11 @@ template <int kThreads>
 __device__ WarpListResult cta_topk_finish(const uint64_t* cand, int n, bool complete, uint64_t next,
                                           const RowConfig& cfg, float zmax, bool want_mass, CtaFinishSmem& fs) {
   static_assert(kThreads >= 4 * kCtaFinishList, "four threads a key");
+  // Rows other than top-k without min-p come back undecided (cfg is the
+  // row's, so every thread returns here together, before any barrier): the
+  // caller's general finish takes them.  The cluster kernel admits only
+  // such rows today; the guard keeps this helper correct on its own.
+  if (!cfg.k_active || cfg.m_active) return WarpListResult{0, 0, -1, 0.0};
   const int tid = (int)threadIdx.x, lane = tid & 31;
   if (tid < 4 * kCtaFinishList) {
     // Thread q of a key's four compares it with keys q, q + 4, ...: the

@@ -16,10 +16,13 @@
 // eligible tokens go to every CTA of the cluster (one 16-byte st.async into
 // each CTA's statistics mailbox, cluster_mailbox.cuh); each CTA combines the kClusterCtas records in one fixed order, so
 // all hold the same row statistics bit for bit and take the same decisions.
-// (2) Search: three pivots per round, Gaussian quantiles aimed at counts
-// spread geometrically around the window [need, kWarpList] (need = the
-// row's k, or its eligible count when smaller); each CTA counts its tokens at
-// or above each pivot and the counts are exchanged the same way.  A pivot whose count
+// (2) Search: three pivots per round (calls of at most 4 rows), Gaussian
+// quantiles aimed at counts spread geometrically around the window [need,
+// kWarpList] (need = the row's k, or its eligible count when smaller); each
+// CTA counts its tokens at or above each pivot and the counts are exchanged
+// the same way.  Calls of 5-16 rows (the capped copy) take 15 pivots a
+// round, each CTA binning its tokens by how many pivots they reach (v68c:
+// B = 16 -13.5 %, where it cost B = 1 +4.7 %).  A pivot whose count
 // lands in the window ends the search; otherwise the pivots re-aim from the
 // count nearest the window (gaussian_reguess), up to kClusterRounds rounds,
 // the last of which accepts any count in [need, kMergeCap].  A row no pivot
@@ -116,6 +119,17 @@ __device__ __forceinline__ float cluster_aim(int j, int need, int cap) {
   return lo * __powf(hi / lo, 0.5f * (float)j);
 }
 
+// The binned search's first aim of pivot j (of kPivots): Gaussian counts spread
+// geometrically from need / 4 to 4 cap, a step of ~1.24 at k = 50 (the
+// window [k, cap] spans 1.28).  Real rows have heavier heads than their
+// Gaussian fit (the anchors' 20 boosted tokens sit on top of the tail the
+// fit predicts), so pivots aimed below the window often land in it.
+template <int kPivots>
+__device__ __forceinline__ float cluster_binned_aim(int j, int need, int cap) {
+  const float lo = fmaxf(0.25f * (float)need, 0.5f), hi = 4.0f * (float)cap;
+  return lo * __powf(__fdividef(hi, lo), (float)j * (1.0f / (float)(kPivots - 1)));
+}
+
 // The standard normal's upper-tail quantile: z with P(Z > z) = q, 0 < q < 1
 // (Abramowitz & Stegun 26.2.23, |error| < 4.5e-4): one log, one square root
 // and one division instead of normcdfinvf's general code.  The first
@@ -142,6 +156,22 @@ __device__ __forceinline__ float cluster_quantile(const ChunkStats& st, float ai
   const float elig = (float)st.eligible;
   const float q = __fdividef(fminf(fmaxf(aim, 0.5f), elig - 0.5f), elig);
   return mean + var * rsqrtf(fmaxf(var, 1e-30f)) * upper_tail_quantile(q);
+}
+
+// Lane j's pivot made safe for the bins (call from a whole warp, lanes in
+// pivot order): at least -FLT_MAX (never below an ineligible token's -inf;
+// a NaN becomes it too) and at least every lower lane's, so that a token
+// reaches pivot p exactly when it reaches p + 1 of them and the count at p
+// is the number of tokens at or above it, which the list takes.
+__device__ __forceinline__ float ascending_pivots(float pv) {
+  pv = fmaxf(pv, -3.4028235e38f);
+  const int lane = (int)(threadIdx.x & 31u);
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float y = __shfl_up_sync(0xffffffffu, pv, o);
+    if (lane >= o) pv = fmaxf(pv, y);
+  }
+  return pv;
 }
 
 // A CTA's statistics as one 16-byte message (its mailbox word): eligible
@@ -293,7 +323,14 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kVecs = kPer / kVec;  // 16-byte vectors per thread
   constexpr int kSpan = Policy::kThreads * kPer;
-  constexpr int kPivots = 3;
+  // The capped copy (calls of more than kClusterUncappedMaxRows rows) may
+  // take the binned search (v68b: 15 pivots a round, tokens at or above the
+  // lowest binned by how many they reach; B = 16 -13.5 % against three
+  // pivots, B = 1 +4.7 %, so the uncapped copy keeps three).
+  constexpr bool kBinned = kCapped && Policy::kClusterBinnedCapped;
+  constexpr int kPivots = kBinned ? Policy::kClusterPivots : 3;
+  constexpr int kBinWords = kPivots + 1;  // binned: bin b holds tokens reaching b pivots (b = 1..kPivots; word 0 unused)
+  static_assert(!kBinned || (kBinWords % 4 == 0 && kBinWords <= 32), "bins as 16-byte messages, one lane a bin");
   constexpr int kRounds = Policy::kClusterRounds;
   constexpr int kWarps = Policy::kThreads / 32;
   constexpr float kInf = __builtin_huge_valf();
@@ -305,11 +342,18 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   // each CTA of the cluster; CTA 0's list.  One mbarrier an exchange.
   __shared__ uint4 stats_in[kCtas];
   __shared__ uint4 counts_in[kRounds][kCtas];
+  __shared__ __align__(16) int bins_in[kRounds][kCtas][kBinWords];  // binned search: every CTA's bins
   __shared__ uint64_t box_stats, box_rounds[kRounds], box_list;
   __shared__ ChunkStats warp_stats[kWarps];
   // One per round: threads 0..kCtas-1 read a round's while other warps may
   // already write the next one's (the mailbox wait is no CTA barrier).
   __shared__ int warp_counts[kRounds][kWarps][kPivots];
+  // Binned search: this CTA's bins, the pivots and warp 0's decision (pivot,
+  // -1 for none; count; this CTA's list base), one set of bins and pivots per
+  // round (a round's are read while other warps may write the next one's).
+  __shared__ __align__(16) int bins[kRounds][kBinWords];
+  __shared__ float piv_sh[kRounds][kPivots];
+  __shared__ int4 search_sh;
   __shared__ RowConfig row_cfg;
   __shared__ uint64_t tau_sh;
   __shared__ int smem_ties[kCtas + 2];  // the exact path: each CTA's ties at the k-th key; digit and rank
@@ -340,7 +384,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
 #pragma unroll
     for (int r = 0; r < kRounds; ++r) {
       mailbox_init(&box_rounds[r]);
-      mailbox_expect(&box_rounds[r], kCtas * sizeof(uint4));
+      mailbox_expect(&box_rounds[r], kBinned ? kCtas * kBinWords * sizeof(int) : kCtas * sizeof(uint4));
     }
     mailbox_init(&box_list);
     mailbox_init_fence();
@@ -371,6 +415,12 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   if (threadIdx.x == 0) {
     row_cfg = load_row_config(a.params, row_id, vocab);
     local_n = 0;
+    if constexpr (kBinned) {
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r)
+#pragma unroll
+        for (int b2 = 0; b2 < kBinWords; ++b2) bins[r][b2] = 0;
+    }
     if (rank == 0) sm.count = 0;  // the list; remote appends come after two cluster barriers
   }
   __syncthreads();
@@ -441,73 +491,189 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     return;  // uniform: no CTA touches another's memory after the barrier above
   }
 
-  // 2. The search: three pivots a round, counted by every CTA and exchanged.
+  // 2. The search.  Three pivots a round (the uncapped copy; the capped one
+  // unless kClusterBinnedCapped): each CTA counts its tokens at or above
+  // each pivot and the counts are exchanged.  Binned (the capped copy under
+  // kClusterBinnedCapped): kClusterPivots pivots a round, ascending; each CTA
+  // bins its tokens at or above the lowest pivot by how many pivots they
+  // reach (a few dozen tokens a row: the rest cost one compare each), the
+  // bins go to every CTA, and warp 0 of each reads the counts off their
+  // suffix sums.
   const int need = min(cfg.top_k, rs.eligible);
   constexpr int kCap = Policy::kWarpList;
   const bool spread = sample_var(rs) > 0.0f;
-  float piv[kPivots];
   // Few eligible tokens: list them all (a pivot below every eligible z).
   const bool all = rs.eligible <= kCap || !spread;
-#pragma unroll
-  for (int j = 0; j < kPivots; ++j)
-    piv[j] = all ? -3.4028235e38f : cluster_quantile(rs, cluster_aim(kPivots - 1 - j, need, kCap));
   float g = 0.0f;
   int total = -1;  // the chosen pivot's count; -1: none yet
-  int chosen_round = 0, chosen_p = 0;  // where its per-CTA counts are (counts_in)
-  TS_CLUSTER_MARK(13);
-  for (int round = 0; round < kRounds && total < 0; ++round) {
-    int my[kPivots] = {0, 0, 0};
-#pragma unroll
-    for (int j = 0; j < kPer; ++j)
-#pragma unroll
-      for (int p = 0; p < kPivots; ++p) my[p] += x[j] >= piv[p];
-#pragma unroll
-    for (int p = 0; p < kPivots; ++p) {
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) my[p] += __shfl_xor_sync(0xffffffffu, my[p], o);
+  int chosen_round = 0, chosen_p = 0;  // three pivots: where its per-CTA counts are (counts_in)
+  int list_base = 0;  // binned: this CTA's place in the list (the chosen pivot's counts of the CTAs before it)
+  if constexpr (kBinned) {
+    if (all) {
+      // Every eligible token is listed (a pivot below every eligible z): the
+      // counts are the statistics' own.
+      g = -3.4028235e38f;
+      if (rs.eligible <= Policy::kMergeCap) total = rs.eligible;
+      for (int c = 0; c < rank; ++c) list_base += unpack_stats(stats_in[c]).eligible;
+    } else if (warp == 0) {
+      const float pv = ascending_pivots(
+          cluster_quantile(rs, cluster_binned_aim<kPivots>(kPivots - 1 - min(lane, kPivots - 1), need, kCap)));
+      if (lane < kPivots) piv_sh[0][lane] = pv;
     }
-    if (lane == 0)
-#pragma unroll
-      for (int p = 0; p < kPivots; ++p) warp_counts[round][warp][p] = my[p];
     __syncthreads();
-    if (round == 0) TS_CLUSTER_MARK(14);
-    if ((int)threadIdx.x < kCtas) {
-      int c[kPivots] = {0, 0, 0};
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w)
-#pragma unroll
-        for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[round][w][p];
-      mailbox_send(&counts_in[round][rank], &box_rounds[round], threadIdx.x,
-                   make_uint4((uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2], 0u));
+    TS_CLUSTER_MARK(13);
+    for (int round = 0; round < kRounds && total < 0 && !all; ++round) {
+      const float* piv = piv_sh[round];
+      uint32_t mask = 0;
+  #pragma unroll
+      for (int j = 0; j < kPer; ++j) mask |= (uint32_t)(x[j] >= piv[0]) << j;
+      // Whole-warp iterations so that equal bins aggregate into one atomic
+      // (flat rows put every token in one bin).
+      while (__any_sync(0xffffffffu, mask != 0)) {
+        int b = -1;
+        if (mask) {
+          const int j = __ffs((int)mask) - 1;
+          mask &= mask - 1u;
+          const float v = select_item(x, j);
+          b = 1;
+  #pragma unroll
+          for (int q = 1; q < kPivots; ++q) b += v >= piv[q];
+        }
+        const unsigned peers = __match_any_sync(0xffffffffu, b);
+        if (b >= 0 && lane == __ffs((int)peers) - 1) atomicAdd(&bins[round][b], __popc(peers));
+      }
+      __syncthreads();
+      if (round == 0) TS_CLUSTER_MARK(14);
+      if ((int)threadIdx.x < kCtas) {
+        const uint4* mine = reinterpret_cast<const uint4*>(bins[round]);
+  #pragma unroll
+        for (int q = 0; q < kBinWords / 4; ++q)
+          mailbox_send(&bins_in[round][rank][4 * q], &box_rounds[round], threadIdx.x, mine[q]);
+      }
+      mailbox_wait(&box_rounds[round]);
+      if (round == 0) TS_CLUSTER_MARK(15);
+      const int hi_cap = round == kRounds - 1 ? Policy::kMergeCap : kCap;
+      if (warp == 0) {
+        // Lane b: bin b over the cluster; its suffix sum is the count at pivot
+        // b - 1 (bins hold tokens by how many pivots they reach, 1..kPivots).
+        int sfx = 0;
+        if (lane < kBinWords)
+  #pragma unroll
+          for (int c = 0; c < kCtas; ++c) sfx += bins_in[round][c][lane];
+  #pragma unroll
+        for (int o = 1; o < kBinWords; o <<= 1) {
+          const int y = __shfl_down_sync(0xffffffffu, sfx, o);
+          if (lane + o < kBinWords) sfx += y;
+        }
+        const int cnt = __shfl_down_sync(0xffffffffu, sfx, 1);  // lane p: the count at pivot p
+        // Pivots ascend, so counts descend: the highest pivot whose count lands.
+        const unsigned lands = __ballot_sync(0xffffffffu, lane < kPivots && cnt >= need && cnt <= hi_cap);
+        if (lands) {
+          const int p = 31 - __clz((int)lands);
+          // Each CTA's count at pivot p, and the exclusive sum over the ranks.
+          int mine = 0;
+          if (lane < kCtas)
+  #pragma unroll
+            for (int b2 = 1; b2 < kBinWords; ++b2) mine += b2 > p ? bins_in[round][lane][b2] : 0;
+          int incl = mine;
+  #pragma unroll
+          for (int o = 1; o < kCtas; o <<= 1) {
+            const int y = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += y;
+          }
+          const int base = __shfl_sync(0xffffffffu, incl - mine, rank);
+          const int tot = __shfl_sync(0xffffffffu, cnt, p);
+          if (lane == 0) search_sh = make_int4(p, tot, base, 0);
+        } else {
+          if (lane == 0) search_sh = make_int4(-1, -1, 0, 0);
+          if (round + 1 < kRounds) {
+            // Re-aim from the pivot whose count is nearest the window (in
+            // ratio; the lowest such pivot on a tie), the next round's pivots
+            // around it, closer each round.
+            const float c = fmaxf((float)cnt, 0.5f);
+            float d = lane < kPivots ? (c < (float)need ? (float)need / c : c / (float)kCap) : kInf;
+            int best = lane;
+  #pragma unroll
+            for (int o = 16; o > 0; o >>= 1) {
+              const float d2 = __shfl_xor_sync(0xffffffffu, d, o);
+              const int b2 = __shfl_xor_sync(0xffffffffu, best, o);
+              if (d2 < d || (d2 == d && b2 < best)) d = d2, best = b2;
+            }
+            const int cb = __shfl_sync(0xffffffffu, cnt, best);
+            const float base = gaussian_reguess(rs, piv[best], cb, true, need, kCap);
+            const float sd = sqrtf(fmaxf(sample_var(rs), 0.0f));
+            const float step = 0.05f * sd / (float)(round + 1);
+            const float pv = ascending_pivots(base + (float)(min(lane, kPivots - 1) - kPivots / 2) * step);
+            if (lane < kPivots) piv_sh[round + 1][lane] = pv;
+          }
+        }
+      }
+      __syncthreads();
+      TS_CLUSTER_MARK(4 + round);
+      TS_CLUSTER_INFO(0, round + 1);
+      const int4 sr = search_sh;
+      if (sr.x >= 0) g = piv[sr.x], total = sr.y, list_base = sr.z;
     }
-    mailbox_wait(&box_rounds[round]);
-    if (round == 0) TS_CLUSTER_MARK(15);
-    int cnt[kPivots] = {0, 0, 0};
-#pragma unroll
-    for (int c = 0; c < kCtas; ++c)
-#pragma unroll
-      for (int p = 0; p < kPivots; ++p) cnt[p] += count_at(counts_in[round][c], p);
-    TS_CLUSTER_MARK(4 + round);
-    TS_CLUSTER_INFO(0, round + 1);
-    // Pivots ascend, so counts descend: the highest pivot whose count lands.
-    const int hi_cap = round == kRounds - 1 || all ? Policy::kMergeCap : kCap;
-#pragma unroll
-    for (int p = 0; p < kPivots; ++p)
-      if (cnt[p] >= need && cnt[p] <= hi_cap) g = piv[p], total = cnt[p], chosen_round = round, chosen_p = p;
-    if (total >= 0 || all) break;
-    // Re-aim from the pivot whose count is nearest the window (in ratio).
-    int best = 0;
-    float best_d = kInf;
-#pragma unroll
-    for (int p = 0; p < kPivots; ++p) {
-      const float c = fmaxf((float)cnt[p], 0.5f);
-      const float d = c < (float)need ? (float)need / c : c / (float)kCap;
-      if (d < best_d) best_d = d, best = p;
+  } else {
+    float piv[kPivots];
+  #pragma unroll
+    for (int j = 0; j < kPivots; ++j)
+      piv[j] = all ? -3.4028235e38f : cluster_quantile(rs, cluster_aim(kPivots - 1 - j, need, kCap));
+    TS_CLUSTER_MARK(13);
+    for (int round = 0; round < kRounds && total < 0; ++round) {
+      int my[kPivots] = {0, 0, 0};
+  #pragma unroll
+      for (int j = 0; j < kPer; ++j)
+  #pragma unroll
+        for (int p = 0; p < kPivots; ++p) my[p] += x[j] >= piv[p];
+  #pragma unroll
+      for (int p = 0; p < kPivots; ++p) {
+  #pragma unroll
+        for (int o = 16; o > 0; o >>= 1) my[p] += __shfl_xor_sync(0xffffffffu, my[p], o);
+      }
+      if (lane == 0)
+  #pragma unroll
+        for (int p = 0; p < kPivots; ++p) warp_counts[round][warp][p] = my[p];
+      __syncthreads();
+      if (round == 0) TS_CLUSTER_MARK(14);
+      if ((int)threadIdx.x < kCtas) {
+        int c[kPivots] = {0, 0, 0};
+  #pragma unroll
+        for (int w = 0; w < kWarps; ++w)
+  #pragma unroll
+          for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[round][w][p];
+        mailbox_send(&counts_in[round][rank], &box_rounds[round], threadIdx.x,
+                     make_uint4((uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2], 0u));
+      }
+      mailbox_wait(&box_rounds[round]);
+      if (round == 0) TS_CLUSTER_MARK(15);
+      int cnt[kPivots] = {0, 0, 0};
+  #pragma unroll
+      for (int c = 0; c < kCtas; ++c)
+  #pragma unroll
+        for (int p = 0; p < kPivots; ++p) cnt[p] += count_at(counts_in[round][c], p);
+      TS_CLUSTER_MARK(4 + round);
+      TS_CLUSTER_INFO(0, round + 1);
+      // Pivots ascend, so counts descend: the highest pivot whose count lands.
+      const int hi_cap = round == kRounds - 1 || all ? Policy::kMergeCap : kCap;
+  #pragma unroll
+      for (int p = 0; p < kPivots; ++p)
+        if (cnt[p] >= need && cnt[p] <= hi_cap) g = piv[p], total = cnt[p], chosen_round = round, chosen_p = p;
+      if (total >= 0 || all) break;
+      // Re-aim from the pivot whose count is nearest the window (in ratio).
+      int best = 0;
+      float best_d = kInf;
+  #pragma unroll
+      for (int p = 0; p < kPivots; ++p) {
+        const float c = fmaxf((float)cnt[p], 0.5f);
+        const float d = c < (float)need ? (float)need / c : c / (float)kCap;
+        if (d < best_d) best_d = d, best = p;
+      }
+      const float base = gaussian_reguess(rs, piv[best], cnt[best], true, need, kCap);
+      const float sd = sqrtf(fmaxf(sample_var(rs), 0.0f));
+      const float step = 0.15f * sd / (float)(round + 1);  // the pivots close in each round
+      piv[0] = base - step, piv[1] = base, piv[2] = base + step;
     }
-    const float base = gaussian_reguess(rs, piv[best], cnt[best], true, need, kCap);
-    const float sd = sqrtf(fmaxf(sample_var(rs), 0.0f));
-    const float step = 0.15f * sd / (float)(round + 1);  // the pivots close in each round
-    piv[0] = base - step, piv[1] = base, piv[2] = base + step;
   }
   TS_CLUSTER_INFO(2, total >= 0);
   // Not bracketed (ties at the k-th key, or a row the Gaussian fit misses):
@@ -554,7 +720,9 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       __syncthreads();
       pos += local_base;
     } else {
-      for (int c = 0; c < rank; ++c) pos += count_at(counts_in[chosen_round][c], chosen_p);
+      if constexpr (kBinned) pos += list_base;
+      else
+        for (int c = 0; c < rank; ++c) pos += count_at(counts_in[chosen_round][c], chosen_p);
       if (rank == 0 && threadIdx.x == 0) {
         sm.count = total;
         mailbox_expect(&box_list, (uint32_t)total * sizeof(uint64_t));

@@ -28,11 +28,26 @@
 // at least its score, at least the bar) is never skipped.  It starts high:
 // before the pass each thread scores one token spread over the row and the
 // block takes the best of those 512 scores; after every round of loads each
-// warp shares its lanes' best.
+// warp shares its lanes' best, and (kBlockBar) posts it to the block's bar by
+// one shared atomic max whose old value it takes back, so a high score found
+// by any warp raises every warp's bar within a round.
 //
-// Cost: the race is issue-bound, ~36 instructions a token executed (fp32,
-// Nsight Compute, v25b), a quarter of a Philox call the largest part; so
-// bf16 rows take about as long as fp32 rows.  fp32 streams 4 vectors a round;
+// The group test (kGroupTest): before the four per-token skip tests, one
+// test for the whole group with its largest z and its smallest h (h falls as
+// the Philox word r grows, so the smallest h is the largest r's): when that
+// pair passes, every token of the group passes (lg2 and the FFMA are monotone
+// and only the pair's own roundings enter, the same error terms the
+// per-token test's margin covers), so the group is skipped after one lg2
+// instead of four.  With the bar near the row's best score almost every group
+// passes it (perf-notes v69).  The group's statistics (kGroupStats) come from
+// its largest and smallest logits (the row max, the eligible count, the
+// largest z by one division), and each token's z is formed only when the
+// group test fails.
+//
+// Cost: the race is issue-bound, ~29 instructions a token executed (fp32,
+// B = 1024, Nsight Compute, v69b; 36.6 before the group test and the group
+// statistics), a quarter of a Philox call (~11) the largest part, at 0.64
+// instructions issued a cycle; so bf16 rows take about as long as fp32 rows.  fp32 streams 4 vectors a round;
 // bf16 / fp16 stream 2, loaded a round ahead (PlainRacePolicy).
 //
 // Failure modes: a row whose vectors do not start on a Philox group (i0 % 4
@@ -117,19 +132,30 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   // fast lg2 errs by < 2^-21 and the FFMA by < 2e-4 for |z| < kSkipMaxAbsZ,
   // far inside the margin (tests/cpu/test_contract.cpp checks the bound over
   // every U with the token's own score as the bar).
-  auto cut = [&]() { return contract::race_skip_cut(bar, Policy::kSkipMargin); };  // +inf while bar is -inf
+  // The bar's two derived thresholds, formed again only when the bar moves
+  // (the same values as forming them at each use).
+  float bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);  // +inf while bar is -inf
+  float bar_low = bar - Policy::kSkipMargin;
+  auto raise_bar = [&](float s) {
+    if (s > bar) {
+      bar = s;
+      bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);
+      bar_low = bar - Policy::kSkipMargin;
+    }
+  };
+  auto cut = [&]() { return bar_cut; };
   auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools
     return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(contract::race_skip_h(bits)) > fmaf(z, contract::kLog2E, c));
   };
   // Tokens whose best z is this low cannot win, whatever their uniforms.
-  auto beaten = [&](float zmax) { return zmax + contract::kMaxRaceBoost < bar - Policy::kSkipMargin; };
+  auto beaten = [&](float zmax) { return zmax + contract::kMaxRaceBoost < bar_low; };
   // The exact score of a token that may win.
   auto score = [&](float z, uint32_t i, uint32_t bits) {
     const float s = exact_race_score(z, bits);
     const uint64_t q = pack_order(contract::order_key(s), i);
     if (q > mine.best) {
       mine.best = q;
-      bar = fmaxf(bar, s);
+      raise_bar(s);
     }
   };
   // One token with its own Philox call (head, tail, unaligned vectors).
@@ -151,27 +177,57 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     }
 #pragma unroll
     for (int g = 0; g < kVec / 4; ++g) {  // one Philox group of four tokens
-      float z[4];
-      float zm = -kInf;
+      float x[4];
 #pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        const float xi = to_float(e[4 * g + w]);
-        mine.xmax = max_nan(mine.xmax, xi);
-        const float zz = unit ? xi : contract::scale(xi, temperature);
-        const bool elig = zz > -kInf;
-        mine.eligible += elig;
-        z[w] = elig ? zz : -kInf;
-        zm = fmaxf(zm, z[w]);
+      for (int w = 0; w < 4; ++w) x[w] = to_float(e[4 * g + w]);
+      float zm;  // the group's largest z
+      if constexpr (Policy::kGroupStats) {
+        // The group's statistics from its largest and smallest logits:
+        // x / T is monotone, so max z = scale(max x) and the four are
+        // eligible when scale(min x) > -inf (one division a group, not
+        // four).  A NaN makes xm NaN (the row's status; the group is
+        // skipped below, its tokens never race) and may be counted as
+        // eligible by xn, whose count a rejected row never reports.
+        const float xm = max_nan(max_nan(x[0], x[1]), max_nan(x[2], x[3]));
+        const float xn = fminf(fminf(x[0], x[1]), fminf(x[2], x[3]));
+        mine.xmax = max_nan(mine.xmax, xm);
+        zm = unit ? xm : contract::scale(xm, temperature);
+        const float zn = unit ? xn : contract::scale(xn, temperature);
+        if (zn > -kInf) {
+          mine.eligible += 4;
+        } else {
+#pragma unroll
+          for (int w = 0; w < 4; ++w) mine.eligible += (unit ? x[w] : contract::scale(x[w], temperature)) > -kInf;
+        }
+      } else {
+        zm = -kInf;
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          mine.xmax = max_nan(mine.xmax, x[w]);
+          const float zz = unit ? x[w] : contract::scale(x[w], temperature);
+          mine.eligible += zz > -kInf;
+          zm = fmaxf(zm, zz);
+        }
       }
       if (!(zm > -kInf) || beaten(zm)) continue;
       const uint32_t i = (uint32_t)(i0 + 4 * g);
       const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
-      // The four tests first, without branches; the exact scores only
-      // when one of them asks (a warp pays them when any lane does).
       const float c = cut();
+      if constexpr (Policy::kGroupTest) {
+        const uint32_t rmax = ::max(::max(r.v[0], r.v[1]), ::max(r.v[2], r.v[3]));
+        if (fabsf(zm) < Policy::kSkipMaxAbsZ && fast_lg2(contract::race_skip_h(rmax)) > fmaf(zm, contract::kLog2E, c))
+          continue;
+      }
+      // The four tests, without branches; the exact scores only when one
+      // of them asks (a warp pays them when any lane does).  A NaN or -inf z
+      // fails its own test (z > -inf).
+      float z[4];
       bool need[4];
 #pragma unroll
-      for (int w = 0; w < 4; ++w) need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
+      for (int w = 0; w < 4; ++w) {
+        z[w] = unit ? x[w] : contract::scale(x[w], temperature);
+        need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
+      }
       if (need[0] | need[1] | need[2] | need[3]) {
 #pragma unroll
         for (int w = 0; w < 4; ++w)
@@ -179,8 +235,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
       }
     }
   };
-  auto round_done = [&] {  // each warp shares its lanes' best
-    bar = fmaxf(bar, contract::key_to_float(__reduce_max_sync(0xffffffffu, contract::order_key(bar))));
+  auto round_done = [&] {  // each warp shares its lanes' best (and the block's, kBlockBar)
+    uint32_t k = __reduce_max_sync(0xffffffffu, contract::order_key(bar));
+    if constexpr (Policy::kBlockBar) {
+      uint32_t old = 0;
+      if ((threadIdx.x & 31) == 0) old = atomicMax(&bar_key, k);
+      old = __shfl_sync(0xffffffffu, old, 0);
+      k = old > k ? old : k;
+    }
+    raise_bar(contract::key_to_float(k));
   };
   if constexpr (Policy::kAhead)
     block_stream_row_vec_ahead<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);

@@ -41,6 +41,23 @@
 #define TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE 1
 #endif
 
+// 1: a group of four tokens first takes one skip test for all four (its
+// largest z against its smallest h), the per-token tests only when that
+// fails; 0: the four per-token tests always.  perf-notes v69.
+#ifndef TOKENSIFT_PLAIN_RACE_GROUP_TEST
+#define TOKENSIFT_PLAIN_RACE_GROUP_TEST 1
+#endif
+// 1: a group's row max, eligible count and largest z from its largest and
+// smallest logits (one division a group at T != 1); 0: token by token.
+#ifndef TOKENSIFT_PLAIN_RACE_GROUP_STATS
+#define TOKENSIFT_PLAIN_RACE_GROUP_STATS 1
+#endif
+// 1: each warp's bar goes to a block-wide bar (one shared atomic max a warp
+// a round) and comes back raised by every other warp's; 0: per warp only.
+#ifndef TOKENSIFT_PLAIN_RACE_BLOCK_BAR
+#define TOKENSIFT_PLAIN_RACE_BLOCK_BAR 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 template <int kLogitBytes>
@@ -54,6 +71,9 @@ struct PlainRacePolicy {
   // margin and range (the error budget is in plain_race.cu, may_win).
   static constexpr float kSkipMargin = PivotPolicy::kRaceSkipMargin;
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
+  static constexpr bool kGroupTest = TOKENSIFT_PLAIN_RACE_GROUP_TEST != 0;
+  static constexpr bool kGroupStats = TOKENSIFT_PLAIN_RACE_GROUP_STATS != 0;
+  static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
 };
 
 // True when every row of the call is a plain row (no min-p, top-k or top-p;
