@@ -47,8 +47,9 @@
 // Cost: the race is issue-bound, ~29 instructions a token executed (fp32,
 // B = 1024, Nsight Compute, v69b; 36.6 before the group test and the group
 // statistics), a quarter of a Philox call (~11) the largest part, at 0.64
-// instructions issued a cycle; so bf16 rows take about as long as fp32 rows.  fp32 streams 4 vectors a round;
-// bf16 / fp16 stream 2, loaded a round ahead (PlainRacePolicy).
+// instructions issued a cycle; so bf16 rows take about as long as fp32
+// rows.  fp32 streams 3 vectors a round, bf16 / fp16 2, each round loaded
+// one round ahead (PlainRacePolicy).
 //
 // Failure modes: a row whose vectors do not start on a Philox group (i0 % 4
 // != 0: padded strides that are not a multiple of 4 logits) takes a Philox
