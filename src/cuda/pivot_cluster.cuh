@@ -338,8 +338,9 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   static_assert(kSpan < 65536, "pack_stats: a CTA's counts fit 16 bits");
   __shared__ PivotSmem<Policy> smem;  // CTA 0: the list and the finish
   // Mailboxes (cluster_mailbox.cuh): every CTA's statistics, packed
-  // (pack_stats), and each round's counts at the three pivots, written by
-  // each CTA of the cluster; CTA 0's list.  One mbarrier an exchange.
+  // (pack_stats), and each round's counts at the three pivots (the binned
+  // search: each CTA's bins, bins_in), written by each CTA of the cluster;
+  // CTA 0's list.  One mbarrier an exchange.
   __shared__ uint4 stats_in[kCtas];
   __shared__ uint4 counts_in[kRounds][kCtas];
   __shared__ __align__(16) int bins_in[kRounds][kCtas][kBinWords];  // binned search: every CTA's bins
@@ -421,7 +422,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
 #pragma unroll
         for (int b2 = 0; b2 < kBinWords; ++b2) bins[r][b2] = 0;
     }
-    if (rank == 0) sm.count = 0;  // the list; remote appends come after two cluster barriers
+    if (rank == 0) sm.count = 0;  // the list; other CTAs' appends come after the start's cluster barrier
   }
   __syncthreads();
   TS_CLUSTER_MARK(1);
@@ -525,7 +526,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     for (int round = 0; round < kRounds && total < 0 && !all; ++round) {
       const float* piv = piv_sh[round];
       uint32_t mask = 0;
-  #pragma unroll
+      #pragma unroll
       for (int j = 0; j < kPer; ++j) mask |= (uint32_t)(x[j] >= piv[0]) << j;
       // Whole-warp iterations so that equal bins aggregate into one atomic
       // (flat rows put every token in one bin).
@@ -536,7 +537,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
           mask &= mask - 1u;
           const float v = select_item(x, j);
           b = 1;
-  #pragma unroll
+          #pragma unroll
           for (int q = 1; q < kPivots; ++q) b += v >= piv[q];
         }
         const unsigned peers = __match_any_sync(0xffffffffu, b);
@@ -546,7 +547,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       if (round == 0) TS_CLUSTER_MARK(14);
       if ((int)threadIdx.x < kCtas) {
         const uint4* mine = reinterpret_cast<const uint4*>(bins[round]);
-  #pragma unroll
+        #pragma unroll
         for (int q = 0; q < kBinWords / 4; ++q)
           mailbox_send(&bins_in[round][rank][4 * q], &box_rounds[round], threadIdx.x, mine[q]);
       }
@@ -558,9 +559,9 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
         // b - 1 (bins hold tokens by how many pivots they reach, 1..kPivots).
         int sfx = 0;
         if (lane < kBinWords)
-  #pragma unroll
+          #pragma unroll
           for (int c = 0; c < kCtas; ++c) sfx += bins_in[round][c][lane];
-  #pragma unroll
+        #pragma unroll
         for (int o = 1; o < kBinWords; o <<= 1) {
           const int y = __shfl_down_sync(0xffffffffu, sfx, o);
           if (lane + o < kBinWords) sfx += y;
@@ -573,10 +574,10 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
           // Each CTA's count at pivot p, and the exclusive sum over the ranks.
           int mine = 0;
           if (lane < kCtas)
-  #pragma unroll
+            #pragma unroll
             for (int b2 = 1; b2 < kBinWords; ++b2) mine += b2 > p ? bins_in[round][lane][b2] : 0;
           int incl = mine;
-  #pragma unroll
+          #pragma unroll
           for (int o = 1; o < kCtas; o <<= 1) {
             const int y = __shfl_up_sync(0xffffffffu, incl, o);
             if (lane >= o) incl += y;
@@ -593,7 +594,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
             const float c = fmaxf((float)cnt, 0.5f);
             float d = lane < kPivots ? (c < (float)need ? (float)need / c : c / (float)kCap) : kInf;
             int best = lane;
-  #pragma unroll
+            #pragma unroll
             for (int o = 16; o > 0; o >>= 1) {
               const float d2 = __shfl_xor_sync(0xffffffffu, d, o);
               const int b2 = __shfl_xor_sync(0xffffffffu, best, o);
@@ -616,31 +617,31 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     }
   } else {
     float piv[kPivots];
-  #pragma unroll
+    #pragma unroll
     for (int j = 0; j < kPivots; ++j)
       piv[j] = all ? -3.4028235e38f : cluster_quantile(rs, cluster_aim(kPivots - 1 - j, need, kCap));
     TS_CLUSTER_MARK(13);
     for (int round = 0; round < kRounds && total < 0; ++round) {
       int my[kPivots] = {0, 0, 0};
-  #pragma unroll
+      #pragma unroll
       for (int j = 0; j < kPer; ++j)
-  #pragma unroll
+        #pragma unroll
         for (int p = 0; p < kPivots; ++p) my[p] += x[j] >= piv[p];
-  #pragma unroll
+      #pragma unroll
       for (int p = 0; p < kPivots; ++p) {
-  #pragma unroll
+        #pragma unroll
         for (int o = 16; o > 0; o >>= 1) my[p] += __shfl_xor_sync(0xffffffffu, my[p], o);
       }
       if (lane == 0)
-  #pragma unroll
+        #pragma unroll
         for (int p = 0; p < kPivots; ++p) warp_counts[round][warp][p] = my[p];
       __syncthreads();
       if (round == 0) TS_CLUSTER_MARK(14);
       if ((int)threadIdx.x < kCtas) {
         int c[kPivots] = {0, 0, 0};
-  #pragma unroll
+        #pragma unroll
         for (int w = 0; w < kWarps; ++w)
-  #pragma unroll
+          #pragma unroll
           for (int p = 0; p < kPivots; ++p) c[p] += warp_counts[round][w][p];
         mailbox_send(&counts_in[round][rank], &box_rounds[round], threadIdx.x,
                      make_uint4((uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2], 0u));
@@ -648,22 +649,22 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       mailbox_wait(&box_rounds[round]);
       if (round == 0) TS_CLUSTER_MARK(15);
       int cnt[kPivots] = {0, 0, 0};
-  #pragma unroll
+      #pragma unroll
       for (int c = 0; c < kCtas; ++c)
-  #pragma unroll
+        #pragma unroll
         for (int p = 0; p < kPivots; ++p) cnt[p] += count_at(counts_in[round][c], p);
       TS_CLUSTER_MARK(4 + round);
       TS_CLUSTER_INFO(0, round + 1);
       // Pivots ascend, so counts descend: the highest pivot whose count lands.
       const int hi_cap = round == kRounds - 1 || all ? Policy::kMergeCap : kCap;
-  #pragma unroll
+      #pragma unroll
       for (int p = 0; p < kPivots; ++p)
         if (cnt[p] >= need && cnt[p] <= hi_cap) g = piv[p], total = cnt[p], chosen_round = round, chosen_p = p;
       if (total >= 0 || all) break;
       // Re-aim from the pivot whose count is nearest the window (in ratio).
       int best = 0;
       float best_d = kInf;
-  #pragma unroll
+      #pragma unroll
       for (int p = 0; p < kPivots; ++p) {
         const float c = fmaxf((float)cnt[p], 0.5f);
         const float d = c < (float)need ? (float)need / c : c / (float)kCap;

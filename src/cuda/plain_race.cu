@@ -144,7 +144,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
       bar_low = bar - Policy::kSkipMargin;
     }
   };
-  auto cut = [&]() { return bar_cut; };
   auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools
     return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(contract::race_skip_h(bits)) > fmaf(z, contract::kLog2E, c));
   };
@@ -167,7 +166,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     ++mine.eligible;
     if (beaten(z)) return;
     const uint32_t bits = contract::token_bits(seed, offset, (uint32_t)i);
-    if (may_win(z, bits, cut())) score(z, (uint32_t)i, bits);
+    if (may_win(z, bits, bar_cut)) score(z, (uint32_t)i, bits);
   };
   auto vector = [&](int32_t i0, const uint4& raw) {
     const T* e = reinterpret_cast<const T*>(&raw);
@@ -213,7 +212,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
       if (!(zm > -kInf) || beaten(zm)) continue;
       const uint32_t i = (uint32_t)(i0 + 4 * g);
       const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
-      const float c = cut();
+      const float c = bar_cut;
       if constexpr (Policy::kGroupTest) {
         const uint32_t rmax = ::max(::max(r.v[0], r.v[1]), ::max(r.v[2], r.v[3]));
         if (fabsf(zm) < Policy::kSkipMaxAbsZ && fast_lg2(contract::race_skip_h(rmax)) > fmaf(zm, contract::kLog2E, c))
