@@ -59,6 +59,8 @@
 // read exactly once.
 #include <cub/block/block_reduce.cuh>
 
+#include <type_traits>
+
 #include "cuda/block_row_stream.cuh"
 #include "cuda/cuda_utils.cuh"
 #include "cuda/plain_race.hpp"
@@ -99,6 +101,15 @@ struct PlainRaceStateOp {
   }
 };
 
+// -inf in every lane of a 16-byte vector of T: what the last round reads past
+// the row's vectors (no statistics, no count, never in the race).
+template <class T>
+__device__ __forceinline__ uint4 neg_inf_vector() {
+  if constexpr (sizeof(T) == 4) return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
+  else if constexpr (std::is_same_v<T, __half>) return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
+  else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+}
+
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     plain_race_kernel(const void* logits, int64_t row_stride, int32_t vocab, SamplingParams p, SampleOutputs out) {
@@ -107,18 +118,20 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   __shared__ uint32_t bar_key;
   constexpr float kInf = __builtin_huge_valf();
   constexpr int kVec = 16 / (int)sizeof(T);
+  constexpr int kThreads = Policy::kThreads, kUnroll = Policy::kUnroll, kStep = kThreads * kUnroll;
   const int64_t row = blockIdx.x;
   const T* x = static_cast<const T*>(logits) + row * row_stride;
   const float temperature = p.temperature.value;
   const bool unit = temperature == 1.0f;  // x / 1 == x exactly
   const uint64_t seed = p.seed.at(row), offset = p.offset.at(row);
+  const contract::PhiloxRow philox = contract::philox_row(seed, offset);
 
   // The first bar: the best exact score of one token per thread, spread over
   // the row (a real token's score, so a valid bar).
   if (threadIdx.x == 0) bar_key = 0;
   __syncthreads();
   {
-    const int32_t i = (int32_t)((int64_t)threadIdx.x * vocab / Policy::kThreads);
+    const int32_t i = (int32_t)((int64_t)threadIdx.x * vocab / kThreads);
     const float xi = to_float(x[i]);
     const float z = unit ? xi : contract::scale(xi, temperature);
     if (z > -kInf && z < kInf)
@@ -133,22 +146,22 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   // fast lg2 errs by < 2^-21 and the FFMA by < 2e-4 for |z| < kSkipMaxAbsZ,
   // far inside the margin (tests/cpu/test_contract.cpp checks the bound over
   // every U with the token's own score as the bar).
-  // The bar's two derived thresholds, formed again only when the bar moves
-  // (the same values as forming them at each use).
+  // The bar's two derived thresholds, formed again only when the bar moves.
+  // beat_cut: a z below it cannot reach the bar whatever its uniform (z +
+  // kMaxRaceBoost < bar - margin; the subtraction's rounding, < 2^-19 for
+  // |bar| < 64, is far inside the margin).
   float bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);  // +inf while bar is -inf
-  float bar_low = bar - Policy::kSkipMargin;
+  float beat_cut = (bar - Policy::kSkipMargin) - contract::kMaxRaceBoost;
   auto raise_bar = [&](float s) {
     if (s > bar) {
       bar = s;
       bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);
-      bar_low = bar - Policy::kSkipMargin;
+      beat_cut = (bar - Policy::kSkipMargin) - contract::kMaxRaceBoost;
     }
   };
   auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools
     return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(contract::race_skip_h(bits)) > fmaf(z, contract::kLog2E, c));
   };
-  // Tokens whose best z is this low cannot win, whatever their uniforms.
-  auto beaten = [&](float zmax) { return zmax + contract::kMaxRaceBoost < bar_low; };
   // The exact score of a token that may win.
   auto score = [&](float z, uint32_t i, uint32_t bits) {
     const float s = exact_race_score(z, bits);
@@ -158,82 +171,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
       raise_bar(s);
     }
   };
-  // One token with its own Philox call (head, tail, unaligned vectors).
+  auto scaled = [&](float v) { return unit ? v : contract::scale(v, temperature); };
+  // One token with its own Philox call (head, tail, rows off the groups).
   auto visit = [&](int32_t i, float xi) {
     mine.xmax = max_nan(mine.xmax, xi);
-    const float z = unit ? xi : contract::scale(xi, temperature);
+    const float z = scaled(xi);
     if (!(z > -kInf)) return;  // NaN tokens never are (the row is rejected anyway)
     ++mine.eligible;
-    if (beaten(z)) return;
+    if (z < beat_cut) return;
     const uint32_t bits = contract::token_bits(seed, offset, (uint32_t)i);
     if (may_win(z, bits, bar_cut)) score(z, (uint32_t)i, bits);
-  };
-  auto vector = [&](int32_t i0, const uint4& raw) {
-    const T* e = reinterpret_cast<const T*>(&raw);
-    if ((i0 & 3) != 0) {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) visit(i0 + k, to_float(e[k]));
-      return;
-    }
-#pragma unroll
-    for (int g = 0; g < kVec / 4; ++g) {  // one Philox group of four tokens
-      float x[4];
-#pragma unroll
-      for (int w = 0; w < 4; ++w) x[w] = to_float(e[4 * g + w]);
-      float zm;  // the group's largest z
-      if constexpr (Policy::kGroupStats) {
-        // The group's statistics from its largest and smallest logits:
-        // x / T is monotone, so max z = scale(max x) and the four are
-        // eligible when scale(min x) > -inf (one division a group, not
-        // four).  A NaN makes xm NaN (the row's status; the group is
-        // skipped below, its tokens never race) and may be counted as
-        // eligible by xn, whose count a rejected row never reports.
-        const float xm = max_nan(max_nan(x[0], x[1]), max_nan(x[2], x[3]));
-        const float xn = fminf(fminf(x[0], x[1]), fminf(x[2], x[3]));
-        mine.xmax = max_nan(mine.xmax, xm);
-        zm = unit ? xm : contract::scale(xm, temperature);
-        const float zn = unit ? xn : contract::scale(xn, temperature);
-        if (zn > -kInf) {
-          mine.eligible += 4;
-        } else {
-#pragma unroll
-          for (int w = 0; w < 4; ++w) mine.eligible += (unit ? x[w] : contract::scale(x[w], temperature)) > -kInf;
-        }
-      } else {
-        zm = -kInf;
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-          mine.xmax = max_nan(mine.xmax, x[w]);
-          const float zz = unit ? x[w] : contract::scale(x[w], temperature);
-          mine.eligible += zz > -kInf;
-          zm = fmaxf(zm, zz);
-        }
-      }
-      if (!(zm > -kInf) || beaten(zm)) continue;
-      const uint32_t i = (uint32_t)(i0 + 4 * g);
-      const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
-      const float c = bar_cut;
-      if constexpr (Policy::kGroupTest) {
-        const uint32_t rmax = ::max(::max(r.v[0], r.v[1]), ::max(r.v[2], r.v[3]));
-        if (fabsf(zm) < Policy::kSkipMaxAbsZ && fast_lg2(contract::race_skip_h(rmax)) > fmaf(zm, contract::kLog2E, c))
-          continue;
-      }
-      // The four tests, without branches; the exact scores only when one
-      // of them asks (a warp pays them when any lane does).  A NaN or -inf z
-      // fails its own test (z > -inf).
-      float z[4];
-      bool need[4];
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        z[w] = unit ? x[w] : contract::scale(x[w], temperature);
-        need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
-      }
-      if (need[0] | need[1] | need[2] | need[3]) {
-#pragma unroll
-        for (int w = 0; w < 4; ++w)
-          if (need[w]) score(z[w], i + w, r.v[w]);
-      }
-    }
   };
   auto round_done = [&] {  // each warp shares its lanes' best (and the block's, kBlockBar)
     uint32_t k = __reduce_max_sync(0xffffffffu, contract::order_key(bar));
@@ -245,10 +192,150 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     }
     raise_bar(contract::key_to_float(k));
   };
-  if constexpr (Policy::kAhead)
-    block_stream_row_vec_ahead<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);
-  else
-    block_stream_row_vec<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);
+
+  const int32_t head = row_head(x, vocab);
+  if ((head & 3) != 0) {
+    // The row's vectors do not start on a Philox group (a padded stride that
+    // is not a multiple of four logits): token by token (correct, tested; not
+    // timed).
+    block_stream_row_vec<kThreads, 1>(
+        x, vocab, visit,
+        [&](int32_t i0, const uint4& raw) {
+          const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) visit(i0 + k, to_float(e[k]));
+        },
+        round_done);
+  } else {
+    for (int32_t i = threadIdx.x; i < head; i += kThreads) visit(i, to_float(x[i]));
+    // Rounds of kUnroll vectors a thread, each round's loads issued before
+    // the previous round is worked; the last round's vectors past the row
+    // read as -inf, so the work needs no bounds.
+    const uint4* body = reinterpret_cast<const uint4*>(x + head);
+    const int32_t nvec = (vocab - head) / kVec;
+    const int32_t rounds = (nvec + kStep - 1) / kStep, full = nvec / kStep;
+    auto load = [&](uint4(&raw)[kUnroll], int32_t r) {
+      const uint4* q = body + r * kStep + (int32_t)threadIdx.x;
+      if (r < full) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) raw[u] = __ldg(q + u * kThreads);
+      } else {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+          raw[u] = r * kStep + u * kThreads + (int32_t)threadIdx.x < nvec ? __ldg(q + u * kThreads) : neg_inf_vector<T>();
+      }
+    };
+    // One round: every group's statistics, then (when any group of the
+    // thread may hold the winner) every group's Philox call together (their
+    // chains interleave), the group tests, and the per-token tests only for
+    // groups that fail theirs.
+    auto work = [&](const uint4(&raw)[kUnroll], int32_t r) {
+      constexpr int kGroups = kUnroll * kVec / 4;
+      float zm[kGroups];
+      bool live[kGroups], finite[kGroups];
+      bool all_finite = true;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        const T* e = reinterpret_cast<const T*>(&raw[g / (kVec / 4)]) + 4 * (g % (kVec / 4));
+        float v[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
+        // The group's statistics from its largest and smallest logits: x / T
+        // is monotone, so max z = scale(max x) and the four are eligible
+        // when scale(min x) > -inf.  A NaN makes xm NaN (the row's status;
+        // the group is not live, its tokens never race) and may be counted
+        // as eligible by xn, whose count a rejected row never reports.
+        const float xm = max_nan(max_nan(v[0], v[1]), max_nan(v[2], v[3]));
+        const float xn = fminf(fminf(v[0], v[1]), fminf(v[2], v[3]));
+        mine.xmax = max_nan(mine.xmax, xm);
+        zm[g] = scaled(xm);
+        finite[g] = scaled(xn) > -kInf;
+        all_finite &= finite[g];
+        live[g] = (zm[g] > -kInf) & (zm[g] >= beat_cut);
+      }
+      if (all_finite) {
+        mine.eligible += 4 * kGroups;
+      } else {  // -inf logits (masks) or the last round's fill: count token by token
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) {
+          const T* e = reinterpret_cast<const T*>(&raw[g / (kVec / 4)]) + 4 * (g % (kVec / 4));
+#pragma unroll
+          for (int w = 0; w < 4; ++w) mine.eligible += finite[g] | (scaled(to_float(e[w])) > -kInf);
+        }
+      }
+      bool any = false;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) any |= live[g];
+      if (!any) return;
+      // Group g of this round: vector g / (kVec / 4), its (g % (kVec / 4))-th four.
+      const int32_t i00 = head + (r * kStep + (int32_t)threadIdx.x) * kVec;
+      auto first = [&](int g) { return (uint32_t)(i00 + (g / (kVec / 4)) * kThreads * kVec + 4 * (g % (kVec / 4))); };
+      contract::Philox4 bits[kGroups];
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) bits[g] = contract::philox_row_block(philox, first(g) >> 2);
+      // The group test: its largest z against its smallest h (h falls as
+      // the Philox word grows); when that pair passes, every token passes.
+      const float c = bar_cut;
+      bool pass[kGroups];
+      bool all = true;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        const uint32_t rmax = ::max(::max(bits[g].v[0], bits[g].v[1]), ::max(bits[g].v[2], bits[g].v[3]));
+        pass[g] = !live[g] | ((fabsf(zm[g]) < Policy::kSkipMaxAbsZ) &
+                              (fast_lg2(contract::race_skip_h(rmax)) > fmaf(zm[g], contract::kLog2E, c)));
+        all &= pass[g];
+      }
+      if (all) return;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        if (pass[g]) continue;
+        // The four tests, without branches; the exact scores only when one
+        // of them asks.  A NaN or -inf z fails its own test (z > -inf).
+        // The group's logits again, from memory (L1 most of the time): the
+        // round's registers are then free for the Philox calls.
+        const uint32_t i = first(g);
+        using Four = std::conditional_t<sizeof(T) == 4, uint4, uint2>;
+        const Four four = __ldg(reinterpret_cast<const Four*>(x + i));
+        const T* e = reinterpret_cast<const T*>(&four);
+        float z[4];
+        bool need[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          z[w] = scaled(to_float(e[w]));
+          need[w] = (z[w] > -kInf) & may_win(z[w], bits[g].v[w], bar_cut);
+        }
+        if (need[0] | need[1] | need[2] | need[3]) {
+#pragma unroll
+          for (int w = 0; w < 4; ++w)
+            if (need[w]) score(z[w], i + w, bits[g].v[w]);
+        }
+      }
+    };
+    uint4 a[kUnroll], b[kUnroll];
+    load(a, 0);
+    if constexpr (Policy::kPingPong) {
+      // Two buffers in turn: no copy of the next round's vectors.
+      for (int32_t r = 0; r < rounds;) {
+        load(b, r + 1);
+        work(a, r);
+        if constexpr (Policy::kBarEvery == 1) round_done();
+        if (++r >= rounds) break;
+        load(a, r + 1);
+        work(b, r);
+        round_done();
+        ++r;
+      }
+    } else {
+      for (int32_t r = 0; r < rounds; ++r) {
+        load(b, r + 1);
+        work(a, r);
+        round_done();
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) a[u] = b[u];
+      }
+    }
+    for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) visit(i, to_float(x[i]));
+  }
 
   const PlainRaceState r = Reduce(temp).Reduce(mine, PlainRaceStateOp{});
   if (threadIdx.x != 0) return;
