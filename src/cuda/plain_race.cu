@@ -213,62 +213,80 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     // read as -inf, so the work needs no bounds.
     const uint4* body = reinterpret_cast<const uint4*>(x + head);
     const int32_t nvec = (vocab - head) / kVec;
-    const int32_t rounds = (nvec + kStep - 1) / kStep, full = nvec / kStep;
-    auto load = [&](uint4(&raw)[kUnroll], int32_t r) {
-      const uint4* q = body + r * kStep + (int32_t)threadIdx.x;
-      if (r < full) {
+    const int32_t full_end = nvec / kStep * kStep;  // the vectors of the rounds wholly inside the row
+    // A round is named by its first vector (base, the same in every thread).
+    auto load = [&](uint4(&raw)[kUnroll], int32_t base) {
+      const uint4* q = body + base + (int32_t)threadIdx.x;
+      if (base < full_end) {
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) raw[u] = __ldg(q + u * kThreads);
       } else {
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)
-          raw[u] = r * kStep + u * kThreads + (int32_t)threadIdx.x < nvec ? __ldg(q + u * kThreads) : neg_inf_vector<T>();
+          raw[u] = base + u * kThreads + (int32_t)threadIdx.x < nvec ? __ldg(q + u * kThreads) : neg_inf_vector<T>();
       }
+    };
+    // The four logits of group g of a round (vector g / (kVec / 4), its
+    // (g % (kVec / 4))-th four).
+    auto four = [&](const uint4(&raw)[kUnroll], int g, float(&v)[4]) {
+      const T* e = reinterpret_cast<const T*>(&raw[g / (kVec / 4)]) + 4 * (g % (kVec / 4));
+#pragma unroll
+      for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
     };
     // One round: every group's statistics, then (when any group of the
     // thread may hold the winner) every group's Philox call together (their
     // chains interleave), the group tests, and the per-token tests only for
     // groups that fail theirs.
-    auto work = [&](const uint4(&raw)[kUnroll], int32_t r) {
+    auto work = [&](const uint4(&raw)[kUnroll], int32_t base) {
       constexpr int kGroups = kUnroll * kVec / 4;
       float zm[kGroups];
-      bool live[kGroups], finite[kGroups];
+      bool finite[kGroups];
       bool all_finite = true;
 #pragma unroll
       for (int g = 0; g < kGroups; ++g) {
-        const T* e = reinterpret_cast<const T*>(&raw[g / (kVec / 4)]) + 4 * (g % (kVec / 4));
         float v[4];
-#pragma unroll
-        for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
-        // The group's statistics from its largest and smallest logits: x / T
-        // is monotone, so max z = scale(max x) and the four are eligible
-        // when scale(min x) > -inf.  A NaN makes xm NaN (the row's status;
-        // the group is not live, its tokens never race) and may be counted
-        // as eligible by xn, whose count a rejected row never reports.
-        const float xm = max_nan(max_nan(v[0], v[1]), max_nan(v[2], v[3]));
-        const float xn = fminf(fminf(v[0], v[1]), fminf(v[2], v[3]));
+        four(raw, g, v);
+        // The sum of the four is finite only when all four are (or, rarely,
+        // not when finite logits overflow it: the slow count below is exact
+        // for any group): then the group has no NaN, is eligible as a
+        // whole (x / T of a finite x is never -inf) and its plain max is its
+        // largest logit.  The sum's adds run on the FMA pipe, where the
+        // ALU pipe, the busier one, would take a min's.
+        finite[g] = fabsf((v[0] + v[1]) + (v[2] + v[3])) < kInf;
+        all_finite &= finite[g];
+        const float xm = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
         mine.xmax = max_nan(mine.xmax, xm);
         zm[g] = scaled(xm);
-        finite[g] = scaled(xn) > -kInf;
-        all_finite &= finite[g];
-        live[g] = (zm[g] > -kInf) & (zm[g] >= beat_cut);
       }
       if (all_finite) {
         mine.eligible += 4 * kGroups;
-      } else {  // -inf logits (masks) or the last round's fill: count token by token
+      } else {  // -inf logits (masks), NaN, +inf, or the last round's fill
 #pragma unroll
         for (int g = 0; g < kGroups; ++g) {
-          const T* e = reinterpret_cast<const T*>(&raw[g / (kVec / 4)]) + 4 * (g % (kVec / 4));
+          if (finite[g]) {
+            mine.eligible += 4;
+            continue;
+          }
+          float v[4];
+          four(raw, g, v);
+          // A NaN makes xm NaN (the row's status; the group is not live,
+          // its tokens never race).
+          const float xm = max_nan(max_nan(v[0], v[1]), max_nan(v[2], v[3]));
+          mine.xmax = max_nan(mine.xmax, xm);
+          zm[g] = scaled(xm);
 #pragma unroll
-          for (int w = 0; w < 4; ++w) mine.eligible += finite[g] | (scaled(to_float(e[w])) > -kInf);
+          for (int w = 0; w < 4; ++w) mine.eligible += scaled(v[w]) > -kInf;
         }
       }
+      bool live[kGroups];
       bool any = false;
 #pragma unroll
-      for (int g = 0; g < kGroups; ++g) any |= live[g];
+      for (int g = 0; g < kGroups; ++g) {
+        live[g] = (zm[g] > -kInf) & (zm[g] >= beat_cut);
+        any |= live[g];
+      }
       if (!any) return;
-      // Group g of this round: vector g / (kVec / 4), its (g % (kVec / 4))-th four.
-      const int32_t i00 = head + (r * kStep + (int32_t)threadIdx.x) * kVec;
+      const int32_t i00 = head + (base + (int32_t)threadIdx.x) * kVec;
       auto first = [&](int g) { return (uint32_t)(i00 + (g / (kVec / 4)) * kThreads * kVec + 4 * (g % (kVec / 4))); };
       contract::Philox4 bits[kGroups];
 #pragma unroll
@@ -291,17 +309,24 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         if (pass[g]) continue;
         // The four tests, without branches; the exact scores only when one
         // of them asks.  A NaN or -inf z fails its own test (z > -inf).
-        // The group's logits again, from memory (L1 most of the time): the
-        // round's registers are then free for the Philox calls.
         const uint32_t i = first(g);
-        using Four = std::conditional_t<sizeof(T) == 4, uint4, uint2>;
-        const Four four = __ldg(reinterpret_cast<const Four*>(x + i));
-        const T* e = reinterpret_cast<const T*>(&four);
+        float v[4];
+        if constexpr (Policy::kReloadSlow) {
+          // The group's logits again, from memory (L1 most of the time):
+          // the round's registers are then free for the Philox calls.
+          using Four = std::conditional_t<sizeof(T) == 4, uint4, uint2>;
+          const Four f = __ldg(reinterpret_cast<const Four*>(x + i));
+          const T* e = reinterpret_cast<const T*>(&f);
+#pragma unroll
+          for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
+        } else {
+          four(raw, g, v);
+        }
         float z[4];
         bool need[4];
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
-          z[w] = scaled(to_float(e[w]));
+          z[w] = scaled(v[w]);
           need[w] = (z[w] > -kInf) & may_win(z[w], bits[g].v[w], bar_cut);
         }
         if (need[0] | need[1] | need[2] | need[3]) {
@@ -315,20 +340,21 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     load(a, 0);
     if constexpr (Policy::kPingPong) {
       // Two buffers in turn: no copy of the next round's vectors.
-      for (int32_t r = 0; r < rounds;) {
-        load(b, r + 1);
-        work(a, r);
+      for (int32_t base = 0; base < nvec;) {
+        load(b, base + kStep);
+        work(a, base);
         if constexpr (Policy::kBarEvery == 1) round_done();
-        if (++r >= rounds) break;
-        load(a, r + 1);
-        work(b, r);
+        base += kStep;
+        if (base >= nvec) break;
+        load(a, base + kStep);
+        work(b, base);
         round_done();
-        ++r;
+        base += kStep;
       }
     } else {
-      for (int32_t r = 0; r < rounds; ++r) {
-        load(b, r + 1);
-        work(a, r);
+      for (int32_t base = 0; base < nvec; base += kStep) {
+        load(b, base + kStep);
+        work(a, base);
         round_done();
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) a[u] = b[u];

@@ -35,6 +35,12 @@
 #ifndef TOKENSIFT_PLAIN_RACE_PING_PONG
 #define TOKENSIFT_PLAIN_RACE_PING_PONG 1
 #endif
+// 1: a group that fails its group test reads its four logits again from
+// memory (L1), so the round's vectors need no registers during the Philox
+// calls; 0: from the round's registers.
+#ifndef TOKENSIFT_PLAIN_RACE_RELOAD_SLOW
+#define TOKENSIFT_PLAIN_RACE_RELOAD_SLOW 1
+#endif
 // The warps share their bars every round (1) or every second round (2).
 #ifndef TOKENSIFT_PLAIN_RACE_BAR_EVERY
 #define TOKENSIFT_PLAIN_RACE_BAR_EVERY 1
@@ -59,6 +65,7 @@ struct PlainRacePolicy {
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
   static constexpr bool kPingPong = TOKENSIFT_PLAIN_RACE_PING_PONG != 0;
   static constexpr int kBarEvery = TOKENSIFT_PLAIN_RACE_BAR_EVERY;
+  static constexpr bool kReloadSlow = TOKENSIFT_PLAIN_RACE_RELOAD_SLOW != 0;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
 };
 
