@@ -41,6 +41,15 @@
 #ifndef TOKENSIFT_PLAIN_RACE_RELOAD_SLOW
 #define TOKENSIFT_PLAIN_RACE_RELOAD_SLOW 1
 #endif
+// Rounds in a ring of shared memory filled by cp.async (kStages - 1 rounds
+// in flight, no registers held), for 4-byte and 2-byte logits; 0: the
+// rounds' loads in registers, one round ahead.
+#ifndef TOKENSIFT_PLAIN_RACE_STAGES_32
+#define TOKENSIFT_PLAIN_RACE_STAGES_32 4
+#endif
+#ifndef TOKENSIFT_PLAIN_RACE_STAGES_16
+#define TOKENSIFT_PLAIN_RACE_STAGES_16 4
+#endif
 // The warps share their bars every round (1) or every second round (2).
 #ifndef TOKENSIFT_PLAIN_RACE_BAR_EVERY
 #define TOKENSIFT_PLAIN_RACE_BAR_EVERY 1
@@ -66,6 +75,8 @@ struct PlainRacePolicy {
   static constexpr bool kPingPong = TOKENSIFT_PLAIN_RACE_PING_PONG != 0;
   static constexpr int kBarEvery = TOKENSIFT_PLAIN_RACE_BAR_EVERY;
   static constexpr bool kReloadSlow = TOKENSIFT_PLAIN_RACE_RELOAD_SLOW != 0;
+  static constexpr int kStages = kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_STAGES_32 : TOKENSIFT_PLAIN_RACE_STAGES_16;
+  static constexpr size_t kRingBytes = (size_t)kStages * kUnroll * kThreads * 16;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
 };
 
