@@ -101,18 +101,6 @@ struct PlainRaceStateOp {
   }
 };
 
-// 16 bytes from global to this thread's slot of shared memory, L2 only
-// (cp.async.cg), zero-filled when !valid (nothing read).
-__device__ __forceinline__ void cp_async16(uint4* dst, const uint4* src, bool valid) {
-  const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // -inf in every lane of a 16-byte vector of T: what the last round reads past
 // the row's vectors (no statistics, no count, never in the race).
 template <class T>
@@ -128,9 +116,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   using Reduce = cub::BlockReduce<PlainRaceState, Policy::kThreads>;
   __shared__ typename Reduce::TempStorage temp;
   __shared__ uint32_t bar_key;
-  // kStages rounds of this thread's vectors (dynamic; kStages > 0 only):
-  // ring[(stage * kUnroll + u) * kThreads + threadIdx.x].
-  extern __shared__ uint4 ring[];
   constexpr float kInf = __builtin_huge_valf();
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kThreads = Policy::kThreads, kUnroll = Policy::kUnroll, kStep = kThreads * kUnroll;
@@ -257,7 +242,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     // thread may hold the winner) every group's Philox call together (their
     // chains interleave), the group tests, and the per-token tests only for
     // groups that fail theirs.
-    auto work = [&](const uint4(&raw)[kUnroll], int32_t base, int stage) {
+    auto work = [&](const uint4(&raw)[kUnroll], int32_t base) {
       constexpr int kGroups = kUnroll * kVec / 4;
       float zm[kGroups];
       bool finite[kGroups];
@@ -327,27 +312,18 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
 #pragma unroll
       for (int g = 0; g < kGroups; ++g) {
         if (pass[g]) continue;
+        const uint32_t i = first(g);
+        // The group's logits again, from memory (L1 most of the time): the
+        // round's registers are then free for the Philox calls (kept, they
+        // spilled: ptxas at 64 registers).
+        using Four = std::conditional_t<sizeof(T) == 4, uint4, uint2>;
+        const Four f = __ldg(reinterpret_cast<const Four*>(x + i));
+        const T* e = reinterpret_cast<const T*>(&f);
+        float v[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
         // The four tests, without branches; the exact scores only when one
         // of them asks.  A NaN or -inf z fails its own test (z > -inf).
-        const uint32_t i = first(g);
-        float v[4];
-        if constexpr (Policy::kStages > 0) {
-          // The round's vectors are still in this thread's ring slots.
-          const uint4 vec = ring[(stage * kUnroll + g / (kVec / 4)) * kThreads + (int32_t)threadIdx.x];
-          const T* e = reinterpret_cast<const T*>(&vec) + 4 * (g % (kVec / 4));
-#pragma unroll
-          for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
-        } else if constexpr (Policy::kReloadSlow) {
-          // The group's logits again, from memory (L1 most of the time):
-          // the round's registers are then free for the Philox calls.
-          using Four = std::conditional_t<sizeof(T) == 4, uint4, uint2>;
-          const Four f = __ldg(reinterpret_cast<const Four*>(x + i));
-          const T* e = reinterpret_cast<const T*>(&f);
-#pragma unroll
-          for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
-        } else {
-          four(raw, g, v);
-        }
         float z[4];
         bool need[4];
 #pragma unroll
@@ -362,68 +338,20 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         }
       }
     };
-    if constexpr (Policy::kStages > 0) {
-      // A ring of kStages rounds in shared memory, filled by cp.async:
-      // kStages - 1 rounds in flight without holding registers.  Each
-      // thread copies and reads back only its own slots, so the ring needs
-      // no barrier: cp.async.wait_group makes a thread's copies visible to
-      // itself.  Vectors past the row are not read (zero-filled) and read
-      // back as -inf.
-      auto issue = [&](int32_t base, int stage) {
-        uint4* dst = ring + stage * kUnroll * kThreads + threadIdx.x;
-        const uint4* src = body + base + (int32_t)threadIdx.x;
-        const bool whole = base + kStep <= nvec;
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          cp_async16(dst + u * kThreads, src + u * kThreads, whole || base + u * kThreads + (int32_t)threadIdx.x < nvec);
-        cp_async_commit();
-      };
-#pragma unroll
-      for (int s = 0; s < Policy::kStages - 1; ++s) issue(s * kStep, s);
-      int stage = 0;
-      for (int32_t base = 0; base < nvec; base += kStep) {
-        issue(base + (Policy::kStages - 1) * kStep, stage == 0 ? Policy::kStages - 1 : stage - 1);
-        cp_async_wait<Policy::kStages - 1>();
-        uint4 raw[kUnroll];
-        const uint4* slot = ring + stage * kUnroll * kThreads + threadIdx.x;
-        if (base + kStep <= nvec) {
-#pragma unroll
-          for (int u = 0; u < kUnroll; ++u) raw[u] = slot[u * kThreads];
-        } else {
-#pragma unroll
-          for (int u = 0; u < kUnroll; ++u)
-            raw[u] = base + u * kThreads + (int32_t)threadIdx.x < nvec ? slot[u * kThreads] : neg_inf_vector<T>();
-        }
-        work(raw, base, stage);
-        round_done();
-        stage = stage + 1 == Policy::kStages ? 0 : stage + 1;
-      }
-      cp_async_wait<0>();  // (the last groups are empty: nothing is left in flight)
-    } else if constexpr (Policy::kPingPong) {
-      uint4 a[kUnroll], b[kUnroll];
-      load(a, 0);
-      // Two buffers in turn: no copy of the next round's vectors.
-      for (int32_t base = 0; base < nvec;) {
-        load(b, base + kStep);
-        work(a, base, 0);
-        if constexpr (Policy::kBarEvery == 1) round_done();
-        base += kStep;
-        if (base >= nvec) break;
-        load(a, base + kStep);
-        work(b, base, 0);
-        round_done();
-        base += kStep;
-      }
-    } else {
-      uint4 a[kUnroll], b[kUnroll];
-      load(a, 0);
-      for (int32_t base = 0; base < nvec; base += kStep) {
-        load(b, base + kStep);
-        work(a, base, 0);
-        round_done();
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) a[u] = b[u];
-      }
+    // Two buffers in turn, each round's loads issued before the previous
+    // round is worked: no copy of the next round's vectors.
+    uint4 a[kUnroll], b[kUnroll];
+    load(a, 0);
+    for (int32_t base = 0; base < nvec;) {
+      load(b, base + kStep);
+      work(a, base);
+      round_done();
+      base += kStep;
+      if (base >= nvec) break;
+      load(a, base + kStep);
+      work(b, base);
+      round_done();
+      base += kStep;
     }
     for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) visit(i, to_float(x[i]));
   }
@@ -460,32 +388,23 @@ bool plain_race_applies(const LogitsView& logits, const SamplingParams& p, const
 
 cudaError_t launch_plain_race(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
                               cudaStream_t stream) {
-  const dim3 grid((unsigned)logits.rows);
+  const dim3 grid((unsigned)logits.rows), block(PlainRacePolicy<4>::kThreads);
   const int32_t vocab = (int32_t)logits.vocab;
-  auto launch = [&](auto kernel, auto policy) -> cudaError_t {
-    using Policy = decltype(policy);
-    const size_t smem = Policy::kRingBytes;
-    if (smem > 0) {
-      // Above 48 KB of dynamic shared memory a kernel must opt in, per
-      // device; setting the attribute is host-side and allowed while a
-      // stream is being captured.
-      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-      if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-      if (e != cudaSuccess) return e;
-    }
-    kernel<<<grid, dim3(Policy::kThreads), smem, stream>>>(logits.data, logits.row_stride, vocab, params, out);
-    return cudaGetLastError();
-  };
   switch (logits.dtype) {
     case DType::kF32:
-      return launch(plain_race_kernel<float, PlainRacePolicy<4>>, PlainRacePolicy<4>{});
+      plain_race_kernel<float, PlainRacePolicy<4>>
+          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      break;
     case DType::kBF16:
-      return launch(plain_race_kernel<__nv_bfloat16, PlainRacePolicy<2>>, PlainRacePolicy<2>{});
+      plain_race_kernel<__nv_bfloat16, PlainRacePolicy<2>>
+          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      break;
     case DType::kF16:
-      return launch(plain_race_kernel<__half, PlainRacePolicy<2>>, PlainRacePolicy<2>{});
+      plain_race_kernel<__half, PlainRacePolicy<2>>
+          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      break;
   }
-  return cudaErrorInvalidValue;
+  return cudaGetLastError();
 }
 
 }  // namespace tokensift::cuda_detail

@@ -30,30 +30,6 @@
 #define TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE 1
 #endif
 
-// 1: the rounds alternate between two buffers (no copy of the next round's
-// vectors); 0: one buffer copied into the other after each round.
-#ifndef TOKENSIFT_PLAIN_RACE_PING_PONG
-#define TOKENSIFT_PLAIN_RACE_PING_PONG 1
-#endif
-// 1: a group that fails its group test reads its four logits again from
-// memory (L1), so the round's vectors need no registers during the Philox
-// calls; 0: from the round's registers.
-#ifndef TOKENSIFT_PLAIN_RACE_RELOAD_SLOW
-#define TOKENSIFT_PLAIN_RACE_RELOAD_SLOW 1
-#endif
-// Rounds in a ring of shared memory filled by cp.async (kStages - 1 rounds
-// in flight, no registers held), for 4-byte and 2-byte logits; 0: the
-// rounds' loads in registers, one round ahead.
-#ifndef TOKENSIFT_PLAIN_RACE_STAGES_32
-#define TOKENSIFT_PLAIN_RACE_STAGES_32 4
-#endif
-#ifndef TOKENSIFT_PLAIN_RACE_STAGES_16
-#define TOKENSIFT_PLAIN_RACE_STAGES_16 4
-#endif
-// The warps share their bars every round (1) or every second round (2).
-#ifndef TOKENSIFT_PLAIN_RACE_BAR_EVERY
-#define TOKENSIFT_PLAIN_RACE_BAR_EVERY 1
-#endif
 // 1: each warp's bar goes to a block-wide bar (one shared atomic max a warp
 // a round) and comes back raised by every other warp's; 0: per warp only.
 #ifndef TOKENSIFT_PLAIN_RACE_BLOCK_BAR
@@ -72,11 +48,6 @@ struct PlainRacePolicy {
   // margin and range (the error budget is in plain_race.cu, may_win).
   static constexpr float kSkipMargin = PivotPolicy::kRaceSkipMargin;
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
-  static constexpr bool kPingPong = TOKENSIFT_PLAIN_RACE_PING_PONG != 0;
-  static constexpr int kBarEvery = TOKENSIFT_PLAIN_RACE_BAR_EVERY;
-  static constexpr bool kReloadSlow = TOKENSIFT_PLAIN_RACE_RELOAD_SLOW != 0;
-  static constexpr int kStages = kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_STAGES_32 : TOKENSIFT_PLAIN_RACE_STAGES_16;
-  static constexpr size_t kRingBytes = (size_t)kStages * kUnroll * kThreads * 16;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
 };
 
