@@ -32,31 +32,41 @@
 // one shared atomic max whose old value it takes back, so a high score found
 // by any warp raises every warp's bar within a round.
 //
-// The group test (kGroupTest): before the four per-token skip tests, one
-// test for the whole group with its largest z and its smallest h (h falls as
-// the Philox word r grows, so the smallest h is the largest r's): when that
-// pair passes, every token of the group passes (lg2 and the FFMA are monotone
-// and only the pair's own roundings enter, the same error terms the
-// per-token test's margin covers), so the group is skipped after one lg2
-// instead of four.  With the bar near the row's best score almost every group
-// passes it (perf-notes v69).  The group's statistics (kGroupStats) come from
-// its largest and smallest logits (the row max, the eligible count, the
-// largest z by one division), and each token's z is formed only when the
-// group test fails.
+// The group test: before the four per-token skip tests, one test for the
+// whole group with its largest z and its smallest h (h falls as the Philox
+// word r grows, so the smallest h is the largest r's): when that pair
+// passes, every token of the group passes (lg2 and the FFMA are monotone and
+// only the pair's own roundings enter, the same error terms the per-token
+// test's margin covers), so the group is skipped after one lg2 instead of
+// four.  With the bar near the row's best score almost every group passes
+// it (perf-notes v69).
 //
-// Cost: the race is issue-bound, ~29 instructions a token executed (fp32,
-// B = 1024, Nsight Compute, v69b; 36.6 before the group test and the group
-// statistics), a quarter of a Philox call (~11) the largest part, at 0.64
-// instructions issued a cycle; so bf16 rows take about as long as fp32
-// rows.  fp32 streams 3 vectors a round, bf16 / fp16 2, each round loaded
-// one round ahead (PlainRacePolicy).
+// A round (v70b): each thread holds kUnroll 16-byte vectors, the next
+// round's already loading into the other of two register buffers.  First
+// every group's statistics (the row max, the eligible count and the largest
+// z, from its largest logit and the sum of its four: finite only when all
+// four are), then, when any group can still reach the bar, every group's
+// Philox call together, so the three or four chains of a thread interleave,
+// with the products that depend only on the row's offset formed once a row
+// (contract::philox_row); then the group tests, and the per-token tests only
+// for groups that fail theirs, whose logits are reread from memory (held in
+// registers across the Philox calls, ptxas spilled them).  The last round's
+// vectors past the row read as -inf, so the work needs no bounds.
+//
+// Cost (fp32, B = 1024, V = 129,280, Nsight Compute, v70b): 98M warp
+// instructions (~24 a token; Philox ~37 of a group's ~95), 0.58 issued a
+// cycle; the largest stall is now the round's first use of its loads (one
+// round ahead no longer hides them: a ring of shared memory filled by
+// cp.async hid them but cost more, v71).  bf16 rows take about as long as
+// fp32 rows (the same instructions a token).  fp32 streams 3 vectors a
+// round, bf16 / fp16 2 (PlainRacePolicy).
 //
 // Failure modes: a row whose vectors do not start on a Philox group (i0 % 4
-// != 0: padded strides that are not a multiple of 4 logits) takes a Philox
-// call per token instead of per four (correct, tested; not timed); rows with
-// every token within kMaxRaceBoost of the bar (flat rows) pay the Philox call
-// for every group, as the bound test needs each token's uniform.  A row is
-// read exactly once.
+// != 0: padded strides that are not a multiple of 4 logits) goes token by
+// token, a Philox call each (correct, tested; not timed); rows with every
+// token within kMaxRaceBoost of the bar (flat rows) pay the Philox call for
+// every group, as the bound test needs each token's uniform.  A row is read
+// exactly once.
 #include <cub/block/block_reduce.cuh>
 
 #include <type_traits>
