@@ -234,6 +234,21 @@ TS_HD uint32_t mulhi32(uint32_t a, uint32_t b) {
 #endif
 }
 
+// The full 64-bit product a * b as its high and low words (one IMAD.WIDE on
+// the GPU: ptxas may otherwise split a multiply pair into two instructions).
+TS_HD void mul_wide32(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
+#if defined(__CUDA_ARCH__)
+  uint64_t p;
+  asm("mul.wide.u32 %0, %1, %2;" : "=l"(p) : "r"(a), "r"(b));
+  hi = (uint32_t)(p >> 32);
+  lo = (uint32_t)p;
+#else
+  const uint64_t p = (uint64_t)a * (uint64_t)b;
+  hi = (uint32_t)(p >> 32);
+  lo = (uint32_t)p;
+#endif
+}
+
 // Salmon et al., "Parallel random numbers: as easy as 1, 2, 3" (SC'11); the
 // same rounds and constants as Random123 and cuRAND.
 TS_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
@@ -265,6 +280,63 @@ TS_HD Philox4 philox_block(uint64_t seed, uint64_t offset, uint32_t group) {
 }
 TS_HD uint32_t token_bits(uint64_t seed, uint64_t offset, uint32_t i) {
   return philox_block(seed, offset, i >> 2).v[i & 3u];
+}
+
+// philox_block for many groups of one row: the same bits, with the products
+// that depend on the row only (counter words 1-3 are the offset and 0) formed
+// once.  Round 0 multiplies the constant offset_high, round 1 the constant
+// word round 0 made from it, so a group pays 18 of the 20 multiplies and 19
+// of the 20 xors (the GPU's plain race calls it for every group of a row).
+struct PhiloxRow {
+  uint32_t k0, k1;  // the key (seed)
+  uint32_t b;       // round 1: c0 = mulhi(M1, c2) ^ b
+  uint32_t c;       // round 1: c2 = (round 0's low product) ^ c
+  uint32_t d;       // round 2: c2 = mulhi(M0, c0) ^ d
+};
+TS_HD PhiloxRow philox_row(uint64_t seed, uint64_t offset) {
+  const uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  const uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  const uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  const uint32_t off_lo = (uint32_t)offset, off_hi = (uint32_t)(offset >> 32);
+  // Round 0: c0 = mulhi(M1, off_hi) ^ off_lo ^ k0 and c1 = M1 * off_hi, for every group.
+  const uint32_t a = mulhi32(kM1, off_hi) ^ off_lo ^ k0, l1 = kM1 * off_hi;
+  // Round 1 multiplies that c0: its high word enters c2, its low word is c3.
+  return PhiloxRow{k0, k1, l1 ^ (k0 + kW0), mulhi32(kM0, a) ^ (k1 + kW1), (kM0 * a) ^ (k1 + 2u * kW1)};
+}
+TS_HD Philox4 philox_row_block(const PhiloxRow& row, uint32_t group) {
+  const uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  const uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  // Round 0: the group's product (c0 and c1 are the row's).
+  uint32_t hi_g, lo_g;
+  mul_wide32(kM0, group, hi_g, lo_g);
+  const uint32_t c2_1 = hi_g ^ row.k1;
+  // Round 1.
+  uint32_t hi1, lo1;
+  mul_wide32(kM1, c2_1, hi1, lo1);
+  uint32_t c0 = hi1 ^ row.b, c1 = lo1, c2 = lo_g ^ row.c, c3;
+  // Round 2 (its c3 input is the row's constant, folded into d).
+  {
+    uint32_t hi0, lo0;
+    mul_wide32(kM0, c0, hi0, lo0);
+    mul_wide32(kM1, c2, hi1, lo1);
+    c0 = hi1 ^ c1 ^ (row.k0 + 2u * kW0);
+    c1 = lo1;
+    c2 = hi0 ^ row.d;
+    c3 = lo0;
+  }
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t round = 3; round < 10; ++round) {
+    uint32_t hi0, lo0;
+    mul_wide32(kM0, c0, hi0, lo0);
+    mul_wide32(kM1, c2, hi1, lo1);
+    c0 = hi1 ^ c1 ^ (row.k0 + round * kW0);
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ (row.k1 + round * kW1);
+    c3 = lo0;
+  }
+  return Philox4{{c0, c1, c2, c3}};
 }
 
 // U = (2 * (r >> 9) + 1) * 2^-24: 23 random bits, exactly representable,

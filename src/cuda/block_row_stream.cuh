@@ -61,44 +61,6 @@ __device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab
   for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) f(i, to_float(row[i]));
 }
 
-// As block_stream_row_vec, but each round's kUnroll loads are issued before
-// the previous round is processed, so a thread always has loads in flight
-// while it computes (for callers whose work per vector is long enough to
-// expose the load latency otherwise: kUnroll ahead costs the registers of
-// 2 kUnroll vectors).
-template <int kThreads, int kUnroll, class T, class F, class FV, class FB>
-__device__ __forceinline__ void block_stream_row_vec_ahead(const T* row, int32_t vocab, F&& f, FV&& fv,
-                                                           FB&& batch_done) {
-  constexpr int kVec = 16 / (int)sizeof(T);
-  constexpr int kStep = kThreads * kUnroll;
-  const int32_t head = row_head(row, vocab);
-  for (int32_t i = threadIdx.x; i < head; i += kThreads) f(i, to_float(row[i]));
-  const uint4* body = reinterpret_cast<const uint4*>(row + head);
-  const int32_t nvec = (vocab - head) / kVec;
-  auto load = [&](uint4(&raw)[kUnroll], int32_t base) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int32_t v = base + u * kThreads + (int32_t)threadIdx.x;
-      if (v < nvec) raw[u] = __ldg(body + v);
-    }
-  };
-  uint4 cur[kUnroll];
-  load(cur, 0);
-  for (int32_t base = 0; base < nvec; base += kStep) {
-    uint4 next[kUnroll];
-    load(next, base + kStep);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int32_t v = base + u * kThreads + (int32_t)threadIdx.x;
-      if (v < nvec) fv(head + v * kVec, cur[u]);
-    }
-    batch_done();
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) cur[u] = next[u];
-  }
-  for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) f(i, to_float(row[i]));
-}
-
 template <int kThreads, int kUnroll, class T, class F, class FV>
 __device__ __forceinline__ void block_stream_row_vec(const T* row, int32_t vocab, F&& f, FV&& fv) {
   block_stream_row_vec<kThreads, kUnroll>(row, vocab, f, fv, [] {});

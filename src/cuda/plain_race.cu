@@ -32,32 +32,44 @@
 // one shared atomic max whose old value it takes back, so a high score found
 // by any warp raises every warp's bar within a round.
 //
-// The group test (kGroupTest): before the four per-token skip tests, one
-// test for the whole group with its largest z and its smallest h (h falls as
-// the Philox word r grows, so the smallest h is the largest r's): when that
-// pair passes, every token of the group passes (lg2 and the FFMA are monotone
-// and only the pair's own roundings enter, the same error terms the
-// per-token test's margin covers), so the group is skipped after one lg2
-// instead of four.  With the bar near the row's best score almost every group
-// passes it (perf-notes v69).  The group's statistics (kGroupStats) come from
-// its largest and smallest logits (the row max, the eligible count, the
-// largest z by one division), and each token's z is formed only when the
-// group test fails.
+// The group test: before the four per-token skip tests, one test for the
+// whole group with its largest z and its smallest h (h falls as the Philox
+// word r grows, so the smallest h is the largest r's): when that pair
+// passes, every token of the group passes (lg2 and the FFMA are monotone and
+// only the pair's own roundings enter, the same error terms the per-token
+// test's margin covers), so the group is skipped after one lg2 instead of
+// four.  With the bar near the row's best score almost every group passes
+// it (perf-notes v69).
 //
-// Cost: the race is issue-bound, ~29 instructions a token executed (fp32,
-// B = 1024, Nsight Compute, v69b; 36.6 before the group test and the group
-// statistics), a quarter of a Philox call (~11) the largest part, at 0.64
-// instructions issued a cycle; so bf16 rows take about as long as fp32
-// rows.  fp32 streams 3 vectors a round, bf16 / fp16 2, each round loaded
-// one round ahead (PlainRacePolicy).
+// A round (v70b): each thread holds kUnroll 16-byte vectors, the next
+// round's already loading into the other of two register buffers.  First
+// every group's statistics (the row max, the eligible count and the largest
+// z, from its largest logit and the sum of its four: finite only when all
+// four are), then, when any group can still reach the bar, every group's
+// Philox call together, so the three or four chains of a thread interleave,
+// with the products that depend only on the row's offset formed once a row
+// (contract::philox_row); then the group tests, and the per-token tests only
+// for groups that fail theirs, whose logits are reread from memory (held in
+// registers across the Philox calls, ptxas spilled them).  The last round's
+// vectors past the row read as -inf, so the work needs no bounds.
+//
+// Cost (fp32, B = 1024, V = 129,280, Nsight Compute, v70b): 98M warp
+// instructions (~24 a token; Philox ~37 of a group's ~95), 0.58 issued a
+// cycle; the largest stall is now the round's first use of its loads (one
+// round ahead no longer hides them: a ring of shared memory filled by
+// cp.async hid them but cost more, v71).  bf16 rows take about as long as
+// fp32 rows (the same instructions a token).  fp32 streams 3 vectors a
+// round, bf16 / fp16 2 (PlainRacePolicy).
 //
 // Failure modes: a row whose vectors do not start on a Philox group (i0 % 4
-// != 0: padded strides that are not a multiple of 4 logits) takes a Philox
-// call per token instead of per four (correct, tested; not timed); rows with
-// every token within kMaxRaceBoost of the bar (flat rows) pay the Philox call
-// for every group, as the bound test needs each token's uniform.  A row is
-// read exactly once.
+// != 0: padded strides that are not a multiple of 4 logits) goes token by
+// token, a Philox call each (correct, tested; not timed); rows with every
+// token within kMaxRaceBoost of the bar (flat rows) pay the Philox call for
+// every group, as the bound test needs each token's uniform.  A row is read
+// exactly once.
 #include <cub/block/block_reduce.cuh>
+
+#include <type_traits>
 
 #include "cuda/block_row_stream.cuh"
 #include "cuda/cuda_utils.cuh"
@@ -99,6 +111,15 @@ struct PlainRaceStateOp {
   }
 };
 
+// -inf in every lane of a 16-byte vector of T: what the last round reads past
+// the row's vectors (no statistics, no count, never in the race).
+template <class T>
+__device__ __forceinline__ uint4 neg_inf_vector() {
+  if constexpr (sizeof(T) == 4) return make_uint4(0xff800000u, 0xff800000u, 0xff800000u, 0xff800000u);
+  else if constexpr (std::is_same_v<T, __half>) return make_uint4(0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u, 0xfc00fc00u);
+  else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
+}
+
 template <class T, class Policy>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     plain_race_kernel(const void* logits, int64_t row_stride, int32_t vocab, SamplingParams p, SampleOutputs out) {
@@ -107,22 +128,29 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   __shared__ uint32_t bar_key;
   constexpr float kInf = __builtin_huge_valf();
   constexpr int kVec = 16 / (int)sizeof(T);
+  constexpr int kThreads = Policy::kThreads, kUnroll = Policy::kUnroll, kStep = kThreads * kUnroll;
   const int64_t row = blockIdx.x;
   const T* x = static_cast<const T*>(logits) + row * row_stride;
   const float temperature = p.temperature.value;
   const bool unit = temperature == 1.0f;  // x / 1 == x exactly
   const uint64_t seed = p.seed.at(row), offset = p.offset.at(row);
+  const contract::PhiloxRow philox = contract::philox_row(seed, offset);
+  // contract::token_bits by selects (its indexed word would go to local memory).
+  auto token_bits = [&](int32_t i) {
+    const contract::Philox4 r = contract::philox_row_block(philox, (uint32_t)i >> 2);
+    const uint32_t w = (uint32_t)i & 3u;
+    return w == 0 ? r.v[0] : w == 1 ? r.v[1] : w == 2 ? r.v[2] : r.v[3];
+  };
 
   // The first bar: the best exact score of one token per thread, spread over
   // the row (a real token's score, so a valid bar).
   if (threadIdx.x == 0) bar_key = 0;
   __syncthreads();
   {
-    const int32_t i = (int32_t)((int64_t)threadIdx.x * vocab / Policy::kThreads);
+    const int32_t i = (int32_t)((int64_t)threadIdx.x * vocab / kThreads);
     const float xi = to_float(x[i]);
     const float z = unit ? xi : contract::scale(xi, temperature);
-    if (z > -kInf && z < kInf)
-      atomicMax(&bar_key, contract::order_key(contract::race_score(z, seed, offset, (uint32_t)i)));
+    if (z > -kInf && z < kInf) atomicMax(&bar_key, contract::order_key(exact_race_score(z, token_bits(i))));
   }
   __syncthreads();
   float bar = bar_key ? contract::key_to_float(bar_key) : -kInf;
@@ -133,22 +161,22 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   // fast lg2 errs by < 2^-21 and the FFMA by < 2e-4 for |z| < kSkipMaxAbsZ,
   // far inside the margin (tests/cpu/test_contract.cpp checks the bound over
   // every U with the token's own score as the bar).
-  // The bar's two derived thresholds, formed again only when the bar moves
-  // (the same values as forming them at each use).
+  // The bar's two derived thresholds, formed again only when the bar moves.
+  // beat_cut: a z below it cannot reach the bar whatever its uniform (z +
+  // kMaxRaceBoost < bar - margin; the subtraction's rounding, < 2^-19 for
+  // |bar| < 64, is far inside the margin).
   float bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);  // +inf while bar is -inf
-  float bar_low = bar - Policy::kSkipMargin;
+  float beat_cut = (bar - Policy::kSkipMargin) - contract::kMaxRaceBoost;
   auto raise_bar = [&](float s) {
     if (s > bar) {
       bar = s;
       bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);
-      bar_low = bar - Policy::kSkipMargin;
+      beat_cut = (bar - Policy::kSkipMargin) - contract::kMaxRaceBoost;
     }
   };
   auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools
     return (fabsf(z) >= Policy::kSkipMaxAbsZ) | !(fast_lg2(contract::race_skip_h(bits)) > fmaf(z, contract::kLog2E, c));
   };
-  // Tokens whose best z is this low cannot win, whatever their uniforms.
-  auto beaten = [&](float zmax) { return zmax + contract::kMaxRaceBoost < bar_low; };
   // The exact score of a token that may win.
   auto score = [&](float z, uint32_t i, uint32_t bits) {
     const float s = exact_race_score(z, bits);
@@ -158,82 +186,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
       raise_bar(s);
     }
   };
-  // One token with its own Philox call (head, tail, unaligned vectors).
+  auto scaled = [&](float v) { return unit ? v : contract::scale(v, temperature); };
+  // One token with its own Philox call (head, tail, rows off the groups).
   auto visit = [&](int32_t i, float xi) {
     mine.xmax = max_nan(mine.xmax, xi);
-    const float z = unit ? xi : contract::scale(xi, temperature);
+    const float z = scaled(xi);
     if (!(z > -kInf)) return;  // NaN tokens never are (the row is rejected anyway)
     ++mine.eligible;
-    if (beaten(z)) return;
-    const uint32_t bits = contract::token_bits(seed, offset, (uint32_t)i);
+    if (z < beat_cut) return;
+    const uint32_t bits = token_bits(i);
     if (may_win(z, bits, bar_cut)) score(z, (uint32_t)i, bits);
-  };
-  auto vector = [&](int32_t i0, const uint4& raw) {
-    const T* e = reinterpret_cast<const T*>(&raw);
-    if ((i0 & 3) != 0) {
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) visit(i0 + k, to_float(e[k]));
-      return;
-    }
-#pragma unroll
-    for (int g = 0; g < kVec / 4; ++g) {  // one Philox group of four tokens
-      float x[4];
-#pragma unroll
-      for (int w = 0; w < 4; ++w) x[w] = to_float(e[4 * g + w]);
-      float zm;  // the group's largest z
-      if constexpr (Policy::kGroupStats) {
-        // The group's statistics from its largest and smallest logits:
-        // x / T is monotone, so max z = scale(max x) and the four are
-        // eligible when scale(min x) > -inf (one division a group, not
-        // four).  A NaN makes xm NaN (the row's status; the group is
-        // skipped below, its tokens never race) and may be counted as
-        // eligible by xn, whose count a rejected row never reports.
-        const float xm = max_nan(max_nan(x[0], x[1]), max_nan(x[2], x[3]));
-        const float xn = fminf(fminf(x[0], x[1]), fminf(x[2], x[3]));
-        mine.xmax = max_nan(mine.xmax, xm);
-        zm = unit ? xm : contract::scale(xm, temperature);
-        const float zn = unit ? xn : contract::scale(xn, temperature);
-        if (zn > -kInf) {
-          mine.eligible += 4;
-        } else {
-#pragma unroll
-          for (int w = 0; w < 4; ++w) mine.eligible += (unit ? x[w] : contract::scale(x[w], temperature)) > -kInf;
-        }
-      } else {
-        zm = -kInf;
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-          mine.xmax = max_nan(mine.xmax, x[w]);
-          const float zz = unit ? x[w] : contract::scale(x[w], temperature);
-          mine.eligible += zz > -kInf;
-          zm = fmaxf(zm, zz);
-        }
-      }
-      if (!(zm > -kInf) || beaten(zm)) continue;
-      const uint32_t i = (uint32_t)(i0 + 4 * g);
-      const contract::Philox4 r = contract::philox_block(seed, offset, i >> 2);
-      const float c = bar_cut;
-      if constexpr (Policy::kGroupTest) {
-        const uint32_t rmax = ::max(::max(r.v[0], r.v[1]), ::max(r.v[2], r.v[3]));
-        if (fabsf(zm) < Policy::kSkipMaxAbsZ && fast_lg2(contract::race_skip_h(rmax)) > fmaf(zm, contract::kLog2E, c))
-          continue;
-      }
-      // The four tests, without branches; the exact scores only when one
-      // of them asks (a warp pays them when any lane does).  A NaN or -inf z
-      // fails its own test (z > -inf).
-      float z[4];
-      bool need[4];
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        z[w] = unit ? x[w] : contract::scale(x[w], temperature);
-        need[w] = (z[w] > -kInf) & may_win(z[w], r.v[w], c);
-      }
-      if (need[0] | need[1] | need[2] | need[3]) {
-#pragma unroll
-        for (int w = 0; w < 4; ++w)
-          if (need[w]) score(z[w], i + w, r.v[w]);
-      }
-    }
   };
   auto round_done = [&] {  // each warp shares its lanes' best (and the block's, kBlockBar)
     uint32_t k = __reduce_max_sync(0xffffffffu, contract::order_key(bar));
@@ -245,10 +207,164 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     }
     raise_bar(contract::key_to_float(k));
   };
-  if constexpr (Policy::kAhead)
-    block_stream_row_vec_ahead<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);
-  else
-    block_stream_row_vec<Policy::kThreads, Policy::kUnroll>(x, vocab, visit, vector, round_done);
+
+  const int32_t head = row_head(x, vocab);
+  if ((head & 3) != 0) {
+    // The row's vectors do not start on a Philox group (a padded stride that
+    // is not a multiple of four logits): token by token (correct, tested; not
+    // timed).
+    block_stream_row_vec<kThreads, 1>(
+        x, vocab, visit,
+        [&](int32_t i0, const uint4& raw) {
+          const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) visit(i0 + k, to_float(e[k]));
+        },
+        round_done);
+  } else {
+    for (int32_t i = threadIdx.x; i < head; i += kThreads) visit(i, to_float(x[i]));
+    // Rounds of kUnroll vectors a thread, each round's loads issued before
+    // the previous round is worked; the last round's vectors past the row
+    // read as -inf, so the work needs no bounds.
+    const uint4* body = reinterpret_cast<const uint4*>(x + head);
+    const int32_t nvec = (vocab - head) / kVec;
+    const int32_t full_end = nvec / kStep * kStep;  // the vectors of the rounds wholly inside the row
+    // A round is named by its first vector (base, the same in every thread).
+    auto load = [&](uint4(&raw)[kUnroll], int32_t base) {
+      const uint4* q = body + base + (int32_t)threadIdx.x;
+      if (base < full_end) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) raw[u] = __ldg(q + u * kThreads);
+      } else {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u)
+          raw[u] = base + u * kThreads + (int32_t)threadIdx.x < nvec ? __ldg(q + u * kThreads) : neg_inf_vector<T>();
+      }
+    };
+    // The four logits of group g of a round (vector g / (kVec / 4), its
+    // (g % (kVec / 4))-th four).
+    auto four = [&](const uint4(&raw)[kUnroll], int g, float(&v)[4]) {
+      const T* e = reinterpret_cast<const T*>(&raw[g / (kVec / 4)]) + 4 * (g % (kVec / 4));
+#pragma unroll
+      for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
+    };
+    // One round: every group's statistics, then (when any group of the
+    // thread may hold the winner) every group's Philox call together (their
+    // chains interleave), the group tests, and the per-token tests only for
+    // groups that fail theirs.
+    auto work = [&](const uint4(&raw)[kUnroll], int32_t base) {
+      constexpr int kGroups = kUnroll * kVec / 4;
+      float zm[kGroups];
+      bool finite[kGroups];
+      bool all_finite = true;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        float v[4];
+        four(raw, g, v);
+        // The sum of the four is finite only when all four are (or, rarely,
+        // not when finite logits overflow it: the slow count below is exact
+        // for any group): then the group has no NaN, is eligible as a
+        // whole (x / T of a finite x is never -inf) and its plain max is its
+        // largest logit.  The sum's adds run on the FMA pipe, where the
+        // ALU pipe, the busier one, would take a min's.
+        finite[g] = fabsf((v[0] + v[1]) + (v[2] + v[3])) < kInf;
+        all_finite &= finite[g];
+        const float xm = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
+        mine.xmax = max_nan(mine.xmax, xm);
+        zm[g] = scaled(xm);
+      }
+      if (all_finite) {
+        mine.eligible += 4 * kGroups;
+      } else {  // -inf logits (masks), NaN, +inf, or the last round's fill
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) {
+          if (finite[g]) {
+            mine.eligible += 4;
+            continue;
+          }
+          float v[4];
+          four(raw, g, v);
+          // A NaN makes xm NaN (the row's status; the group is not live,
+          // its tokens never race).
+          const float xm = max_nan(max_nan(v[0], v[1]), max_nan(v[2], v[3]));
+          mine.xmax = max_nan(mine.xmax, xm);
+          zm[g] = scaled(xm);
+#pragma unroll
+          for (int w = 0; w < 4; ++w) mine.eligible += scaled(v[w]) > -kInf;
+        }
+      }
+      bool live[kGroups];
+      bool any = false;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        live[g] = (zm[g] > -kInf) & (zm[g] >= beat_cut);
+        any |= live[g];
+      }
+      if (!any) return;
+      const int32_t i00 = head + (base + (int32_t)threadIdx.x) * kVec;
+      auto first = [&](int g) { return (uint32_t)(i00 + (g / (kVec / 4)) * kThreads * kVec + 4 * (g % (kVec / 4))); };
+      contract::Philox4 bits[kGroups];
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) bits[g] = contract::philox_row_block(philox, first(g) >> 2);
+      // The group test: its largest z against its smallest h (h falls as
+      // the Philox word grows); when that pair passes, every token passes.
+      const float c = bar_cut;
+      bool pass[kGroups];
+      bool all = true;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        const uint32_t rmax = ::max(::max(bits[g].v[0], bits[g].v[1]), ::max(bits[g].v[2], bits[g].v[3]));
+        pass[g] = !live[g] | ((fabsf(zm[g]) < Policy::kSkipMaxAbsZ) &
+                              (fast_lg2(contract::race_skip_h(rmax)) > fmaf(zm[g], contract::kLog2E, c)));
+        all &= pass[g];
+      }
+      if (all) return;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        if (pass[g]) continue;
+        const uint32_t i = first(g);
+        // The group's logits again, from memory (L1 most of the time): the
+        // round's registers are then free for the Philox calls (kept, they
+        // spilled: ptxas at 64 registers).
+        using Four = std::conditional_t<sizeof(T) == 4, uint4, uint2>;
+        const Four f = __ldg(reinterpret_cast<const Four*>(x + i));
+        const T* e = reinterpret_cast<const T*>(&f);
+        float v[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) v[w] = to_float(e[w]);
+        // The four tests, without branches; the exact scores only when one
+        // of them asks.  A NaN or -inf z fails its own test (z > -inf).
+        float z[4];
+        bool need[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          z[w] = scaled(v[w]);
+          need[w] = (z[w] > -kInf) & may_win(z[w], bits[g].v[w], bar_cut);
+        }
+        if (need[0] | need[1] | need[2] | need[3]) {
+#pragma unroll
+          for (int w = 0; w < 4; ++w)
+            if (need[w]) score(z[w], i + w, bits[g].v[w]);
+        }
+      }
+    };
+    // Two buffers in turn, each round's loads issued before the previous
+    // round is worked: no copy of the next round's vectors.
+    uint4 a[kUnroll], b[kUnroll];
+    load(a, 0);
+    for (int32_t base = 0; base < nvec;) {
+      load(b, base + kStep);
+      work(a, base);
+      round_done();
+      base += kStep;
+      if (base >= nvec) break;
+      load(a, base + kStep);
+      work(b, base);
+      round_done();
+      base += kStep;
+    }
+    for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) visit(i, to_float(x[i]));
+  }
 
   const PlainRaceState r = Reduce(temp).Reduce(mine, PlainRaceStateOp{});
   if (threadIdx.x != 0) return;

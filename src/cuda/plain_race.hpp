@@ -14,44 +14,22 @@
 #define TOKENSIFT_PLAIN_RACE_MIN_ROWS 128
 #endif
 
-// Its 16-byte loads per thread per round and whether a round's loads go out
-// before the previous round is worked (1) or not (0), for 4-byte logits and
-// for 2-byte ones: knobs so that a `variant` build can time other shapes.
-// Measured at B = 1024, V = 129,280 (perf-notes v25b-v26): with the exact
-// score inline, fp32 252 us at 4 not ahead, 268 at 2 ahead; bf16 304 at 4
-// not ahead, 241 at 2 ahead (a round of bf16 is twice the tokens, so its
-// work hides the next round's loads).  With the exact score out of line
-// (v26: its two contract logs run for a few tokens in a thousand, and
-// inlined they held registers the load pipeline needs): fp32 233 at 3
-// ahead, 235 at 4 ahead; bf16 220 at 2 ahead.
+// Its 16-byte loads per thread per round, for 4-byte logits and for 2-byte
+// ones (each round's loads go out before the previous round is worked):
+// knobs so that a `variant` build can time other shapes.  Measured at B =
+// 1024, V = 129,280 (perf-notes v25b-v26): fp32 233 us at 3, 235 at 4; bf16
+// 220 at 2 (the exact score out of line).
 #ifndef TOKENSIFT_PLAIN_RACE_UNROLL_32
 #define TOKENSIFT_PLAIN_RACE_UNROLL_32 3
 #endif
-#ifndef TOKENSIFT_PLAIN_RACE_AHEAD_32
-#define TOKENSIFT_PLAIN_RACE_AHEAD_32 1
-#endif
 #ifndef TOKENSIFT_PLAIN_RACE_UNROLL_16
 #define TOKENSIFT_PLAIN_RACE_UNROLL_16 2
-#endif
-#ifndef TOKENSIFT_PLAIN_RACE_AHEAD_16
-#define TOKENSIFT_PLAIN_RACE_AHEAD_16 1
 #endif
 // 1: the exact score is an out-of-line call (0: inline, v25).
 #ifndef TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE
 #define TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE 1
 #endif
 
-// 1: a group of four tokens first takes one skip test for all four (its
-// largest z against its smallest h), the per-token tests only when that
-// fails; 0: the four per-token tests always.  perf-notes v69.
-#ifndef TOKENSIFT_PLAIN_RACE_GROUP_TEST
-#define TOKENSIFT_PLAIN_RACE_GROUP_TEST 1
-#endif
-// 1: a group's row max, eligible count and largest z from its largest and
-// smallest logits (one division a group at T != 1); 0: token by token.
-#ifndef TOKENSIFT_PLAIN_RACE_GROUP_STATS
-#define TOKENSIFT_PLAIN_RACE_GROUP_STATS 1
-#endif
 // 1: each warp's bar goes to a block-wide bar (one shared atomic max a warp
 // a round) and comes back raised by every other warp's; 0: per warp only.
 #ifndef TOKENSIFT_PLAIN_RACE_BLOCK_BAR
@@ -65,14 +43,11 @@ struct PlainRacePolicy {
   static constexpr int kThreads = 512;  // one CTA per row
   static constexpr int kMinBlocksPerSm = 2;  // 64 registers: a second row's loads overlap this one's race
   static constexpr int kUnroll = kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_UNROLL_32 : TOKENSIFT_PLAIN_RACE_UNROLL_16;
-  static constexpr bool kAhead = (kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_AHEAD_32 : TOKENSIFT_PLAIN_RACE_AHEAD_16) != 0;
   static constexpr int64_t kMinRows = TOKENSIFT_PLAIN_RACE_MIN_ROWS;  // one CTA per row fills the GPU (132 SMs)
   // The cheap bounds that spare a token its exact score: the chunk phase's
   // margin and range (the error budget is in plain_race.cu, may_win).
   static constexpr float kSkipMargin = PivotPolicy::kRaceSkipMargin;
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
-  static constexpr bool kGroupTest = TOKENSIFT_PLAIN_RACE_GROUP_TEST != 0;
-  static constexpr bool kGroupStats = TOKENSIFT_PLAIN_RACE_GROUP_STATS != 0;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
 };
 

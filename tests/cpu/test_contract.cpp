@@ -72,6 +72,23 @@ TEST(ContractPhilox, TokenBitsLayout) {
   }
 }
 
+// philox_row_block (the row's fixed products hoisted) gives philox_block's
+// bits, also at the edges of seed, offset and group.
+TEST(ContractPhilox, RowBlockEqualsBlock) {
+  Rng rng(12);
+  const uint64_t edges[] = {0, 1, 0xffffffffull, 0x100000000ull, ~0ull, 0x8000000000000000ull};
+  const uint32_t groups[] = {0, 1, 3, 0x7fffffffu, 0xffffffffu};
+  auto check = [](uint64_t seed, uint64_t offset, uint32_t g) {
+    const c::PhiloxRow row = c::philox_row(seed, offset);
+    const c::Philox4 a = c::philox_row_block(row, g), b = c::philox_block(seed, offset, g);
+    for (int w = 0; w < 4; ++w) ASSERT_EQ(a.v[w], b.v[w]) << seed << " " << offset << " " << g;
+  };
+  for (uint64_t s : edges)
+    for (uint64_t o : edges)
+      for (uint32_t g : groups) check(s, o, g);
+  for (int t = 0; t < 20000; ++t) check(rng.next(), rng.next(), (uint32_t)rng.next());
+}
+
 TEST(ContractLog, F32WithinTwoUlpOverAllExponents) {
   // Every 251st positive normal float (about 8.5 million values, all 254
   // exponents), plus a dense sweep around 1 where log(x) is tiny.
