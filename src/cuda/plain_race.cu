@@ -26,8 +26,10 @@
 // score (tested in the log2 domain on U's integer numerator: see may_win).
 // The bar is always a real token's exact score, so the winner (whose bound is
 // at least its score, at least the bar) is never skipped.  It starts high:
-// before the pass each thread scores one token spread over the row and the
-// block takes the best of those 512 scores; after every round of loads each
+// each thread scores its largest z among its tokens of the first round
+// (loaded before the bar, so the bar costs no DRAM round trip of its own;
+// v74) and the block takes the best of those 512 scores (rows off the Philox
+// groups: one token a thread spread over the row); after every round each
 // warp shares its lanes' best, and (kBlockBar) posts it to the block's bar by
 // one shared atomic max whose old value it takes back, so a high score found
 // by any warp raises every warp's bar within a round.
@@ -146,7 +148,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   // block's candidates: a real token's exact score, so a valid bar.
   if (threadIdx.x == 0) bar_key = 0;
   __syncthreads();
-  // One token per thread spread over the row.
+  // One token per thread spread over the row (rows whose vectors are off
+  // the Philox groups; the others take the first round's best tokens).
   auto sample_bar = [&] {
     const int32_t i = (int32_t)((int64_t)threadIdx.x * vocab / kThreads);
     const float xi = to_float(x[i]);
@@ -232,7 +235,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     const uint4* body = reinterpret_cast<const uint4*>(x + head);
     const int32_t nvec = (vocab - head) / kVec;
     uint4 first[kUnroll];
-    if constexpr (Policy::kBarFromFirstRound) {
+    {
       // The first round's vectors, loaded now, give the first bar: each
       // thread's largest eligible z among its tokens of the round, scored
       // exactly; no separate sample of the row (one DRAM round trip fewer
@@ -254,8 +257,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         }
       }
       if (ib >= 0) atomicMax(&bar_key, contract::order_key(exact_race_score(zb, token_bits(ib))));
-    } else {
-      sample_bar();
     }
     first_bar();
     for (int32_t i = threadIdx.x; i < head; i += kThreads) visit(i, to_float(x[i]));
@@ -385,12 +386,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     // Two buffers in turn, each round's loads issued before the previous
     // round is worked: no copy of the next round's vectors.
     uint4 a[kUnroll], b[kUnroll];
-    if constexpr (Policy::kBarFromFirstRound) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) a[u] = first[u];
-    } else {
-      load(a, 0);
-    }
+    for (int u = 0; u < kUnroll; ++u) a[u] = first[u];
     for (int32_t base = 0; base < nvec;) {
       load(b, base + kStep);
       work(a, base);

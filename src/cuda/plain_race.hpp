@@ -25,11 +25,6 @@
 #ifndef TOKENSIFT_PLAIN_RACE_UNROLL_16
 #define TOKENSIFT_PLAIN_RACE_UNROLL_16 2
 #endif
-// 1: the first bar from each thread's best token of the stream's first
-// round (loaded for it); 0: from one token a thread spread over the row.
-#ifndef TOKENSIFT_PLAIN_RACE_BAR_FROM_FIRST_ROUND
-#define TOKENSIFT_PLAIN_RACE_BAR_FROM_FIRST_ROUND 1
-#endif
 // 1: the exact score is an out-of-line call (0: inline, v25).
 #ifndef TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE
 #define TOKENSIFT_PLAIN_RACE_NOINLINE_SCORE 1
@@ -48,7 +43,6 @@ struct PlainRacePolicy {
   static constexpr int kThreads = 512;  // one CTA per row
   static constexpr int kMinBlocksPerSm = 2;  // 64 registers: a second row's loads overlap this one's race
   static constexpr int kUnroll = kLogitBytes == 4 ? TOKENSIFT_PLAIN_RACE_UNROLL_32 : TOKENSIFT_PLAIN_RACE_UNROLL_16;
-  static constexpr bool kBarFromFirstRound = TOKENSIFT_PLAIN_RACE_BAR_FROM_FIRST_ROUND != 0;
   static constexpr int64_t kMinRows = TOKENSIFT_PLAIN_RACE_MIN_ROWS;  // one CTA per row fills the GPU (132 SMs)
   // The cheap bounds that spare a token its exact score: the chunk phase's
   // margin and range (the error budget is in plain_race.cu, may_win).
