@@ -26,8 +26,10 @@
 // score (tested in the log2 domain on U's integer numerator: see may_win).
 // The bar is always a real token's exact score, so the winner (whose bound is
 // at least its score, at least the bar) is never skipped.  It starts high:
-// before the pass each thread scores one token spread over the row and the
-// block takes the best of those 512 scores; after every round of loads each
+// each thread scores its largest z among its tokens of the first round
+// (loaded before the bar, so the bar costs no DRAM round trip of its own;
+// v74) and the block takes the best of those 512 scores (rows off the Philox
+// groups: one token a thread spread over the row); after every round each
 // warp shares its lanes' best, and (kBlockBar) posts it to the block's bar by
 // one shared atomic max whose old value it takes back, so a high score found
 // by any warp raises every warp's bar within a round.
@@ -142,18 +144,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     return w == 0 ? r.v[0] : w == 1 ? r.v[1] : w == 2 ? r.v[2] : r.v[3];
   };
 
-  // The first bar: the best exact score of one token per thread, spread over
-  // the row (a real token's score, so a valid bar).
+  // The first bar (below, once the row's layout is known) is the best of the
+  // block's candidates: a real token's exact score, so a valid bar.
   if (threadIdx.x == 0) bar_key = 0;
   __syncthreads();
-  {
+  // One token per thread spread over the row (rows whose vectors are off
+  // the Philox groups; the others take the first round's best tokens).
+  auto sample_bar = [&] {
     const int32_t i = (int32_t)((int64_t)threadIdx.x * vocab / kThreads);
     const float xi = to_float(x[i]);
     const float z = unit ? xi : contract::scale(xi, temperature);
     if (z > -kInf && z < kInf) atomicMax(&bar_key, contract::order_key(exact_race_score(z, token_bits(i))));
-  }
-  __syncthreads();
-  float bar = bar_key ? contract::key_to_float(bar_key) : -kInf;
+  };
+  float bar = -kInf;
 
   PlainRaceState mine{0, -kInf, 0};
   // The skip test in the log2 domain (contract::race_skip_h and _cut): an
@@ -208,8 +211,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     raise_bar(contract::key_to_float(k));
   };
 
+  // The block's first bar, once every thread has posted its candidate.
+  auto first_bar = [&] {
+    __syncthreads();
+    if (bar_key) raise_bar(contract::key_to_float(bar_key));
+  };
   const int32_t head = row_head(x, vocab);
   if ((head & 3) != 0) {
+    sample_bar();
+    first_bar();
     // The row's vectors do not start on a Philox group (a padded stride that
     // is not a multiple of four logits): token by token (correct, tested; not
     // timed).
@@ -222,12 +232,37 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         },
         round_done);
   } else {
+    const uint4* body = reinterpret_cast<const uint4*>(x + head);
+    const int32_t nvec = (vocab - head) / kVec;
+    uint4 first[kUnroll];
+    {
+      // The first round's vectors, loaded now, give the first bar: each
+      // thread's largest eligible z among its tokens of the round, scored
+      // exactly; no separate sample of the row (one DRAM round trip fewer
+      // before the stream), and the best of the first kStep * kVec tokens.
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int32_t v = u * kThreads + (int32_t)threadIdx.x;
+        first[u] = v < nvec ? __ldg(body + v) : neg_inf_vector<T>();
+      }
+      float zb = -kInf;
+      int32_t ib = -1;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const T* e = reinterpret_cast<const T*>(&first[u]);
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          const float z = scaled(to_float(e[k]));
+          if (z > zb && z < kInf) zb = z, ib = head + (u * kThreads + (int32_t)threadIdx.x) * kVec + k;
+        }
+      }
+      if (ib >= 0) atomicMax(&bar_key, contract::order_key(exact_race_score(zb, token_bits(ib))));
+    }
+    first_bar();
     for (int32_t i = threadIdx.x; i < head; i += kThreads) visit(i, to_float(x[i]));
     // Rounds of kUnroll vectors a thread, each round's loads issued before
     // the previous round is worked; the last round's vectors past the row
     // read as -inf, so the work needs no bounds.
-    const uint4* body = reinterpret_cast<const uint4*>(x + head);
-    const int32_t nvec = (vocab - head) / kVec;
     const int32_t full_end = nvec / kStep * kStep;  // the vectors of the rounds wholly inside the row
     // A round is named by its first vector (base, the same in every thread).
     auto load = [&](uint4(&raw)[kUnroll], int32_t base) {
@@ -351,7 +386,8 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     // Two buffers in turn, each round's loads issued before the previous
     // round is worked: no copy of the next round's vectors.
     uint4 a[kUnroll], b[kUnroll];
-    load(a, 0);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) a[u] = first[u];
     for (int32_t base = 0; base < nvec;) {
       load(b, base + kStep);
       work(a, base);
