@@ -298,11 +298,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         four(raw, g, v);
         // The sum of the four is finite only when all four are (or, rarely,
         // not when finite logits overflow it: the slow count below is exact
-        // for any group): then the group has no NaN, is eligible as a
-        // whole (x / T of a finite x is never -inf) and its plain max is its
-        // largest logit.  The sum's adds run on the FMA pipe, where the
-        // ALU pipe, the busier one, would take a min's.
+        // for any group): then the group has no NaN and its plain max is
+        // its largest logit.  The sum's adds run on the FMA pipe, where the
+        // ALU pipe, the busier one, would take a min's.  The group is
+        // eligible as a whole when its x / T are finite too: always at T >=
+        // 1 (|x / T| <= |x|), but below 1 a logit under -FLT_MAX T becomes
+        // -inf, so there its smallest z is checked.
         finite[g] = fabsf((v[0] + v[1]) + (v[2] + v[3])) < kInf;
+        if (!unit && temperature < 1.0f) finite[g] &= scaled(fminf(fminf(v[0], v[1]), fminf(v[2], v[3]))) > -kInf;
         all_finite &= finite[g];
         const float xm = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
         mine.xmax = max_nan(mine.xmax, xm);
