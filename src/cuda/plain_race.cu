@@ -122,7 +122,10 @@ __device__ __forceinline__ uint4 neg_inf_vector() {
   else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
 }
 
-template <class T, class Policy>
+// kSmallT: the call's temperature is below 1, where a finite logit's x / T
+// can be -inf (below -FLT_MAX T); a separate instantiation, so that calls at
+// T >= 1 run code without the check.
+template <class T, class Policy, bool kSmallT>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     plain_race_kernel(const void* logits, int64_t row_stride, int32_t vocab, SamplingParams p, SampleOutputs out) {
   using Reduce = cub::BlockReduce<PlainRaceState, Policy::kThreads>;
@@ -298,11 +301,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         four(raw, g, v);
         // The sum of the four is finite only when all four are (or, rarely,
         // not when finite logits overflow it: the slow count below is exact
-        // for any group): then the group has no NaN, is eligible as a
-        // whole (x / T of a finite x is never -inf) and its plain max is its
-        // largest logit.  The sum's adds run on the FMA pipe, where the
-        // ALU pipe, the busier one, would take a min's.
+        // for any group): then the group has no NaN and its plain max is
+        // its largest logit.  The sum's adds run on the FMA pipe, where the
+        // ALU pipe, the busier one, would take a min's.  The group is
+        // eligible as a whole when its x / T are finite too: always at T >=
+        // 1 (|x / T| <= |x|), but below 1 a logit under -FLT_MAX T becomes
+        // -inf, so there its smallest z is checked.
         finite[g] = fabsf((v[0] + v[1]) + (v[2] + v[3])) < kInf;
+        if constexpr (kSmallT) {
+          if (!unit && temperature < 1.0f) finite[g] &= scaled(fminf(fminf(v[0], v[1]), fminf(v[2], v[3]))) > -kInf;
+        }
         all_finite &= finite[g];
         const float xm = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
         mine.xmax = max_nan(mine.xmax, xm);
@@ -436,18 +444,22 @@ cudaError_t launch_plain_race(const LogitsView& logits, const SamplingParams& pa
                               cudaStream_t stream) {
   const dim3 grid((unsigned)logits.rows), block(PlainRacePolicy<4>::kThreads);
   const int32_t vocab = (int32_t)logits.vocab;
+  const bool small_t = params.temperature.value < 1.0f;
+  auto launch = [&](auto kernel) {
+    kernel<<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+  };
   switch (logits.dtype) {
     case DType::kF32:
-      plain_race_kernel<float, PlainRacePolicy<4>>
-          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      if (small_t) launch(plain_race_kernel<float, PlainRacePolicy<4>, true>);
+      else launch(plain_race_kernel<float, PlainRacePolicy<4>, false>);
       break;
     case DType::kBF16:
-      plain_race_kernel<__nv_bfloat16, PlainRacePolicy<2>>
-          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      if (small_t) launch(plain_race_kernel<__nv_bfloat16, PlainRacePolicy<2>, true>);
+      else launch(plain_race_kernel<__nv_bfloat16, PlainRacePolicy<2>, false>);
       break;
     case DType::kF16:
-      plain_race_kernel<__half, PlainRacePolicy<2>>
-          <<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
+      if (small_t) launch(plain_race_kernel<__half, PlainRacePolicy<2>, true>);
+      else launch(plain_race_kernel<__half, PlainRacePolicy<2>, false>);
       break;
   }
   return cudaGetLastError();

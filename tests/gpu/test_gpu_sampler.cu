@@ -1310,6 +1310,46 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   expect_path_clean("plain_race", t, alone);
 }
 
+// Plain rows with logits near -FLT_MAX at temperatures below 1, where x / T
+// becomes -inf and the token leaves the kept count (the CPU backend's
+// eligibility) although its logit is finite: the plain race counts a group
+// of four finite logits as eligible in one step, so each row puts one giant
+// in a group of ordinary logits (kind 0), two in one group (1: their sum is
+// -inf), one that stays finite after the division (2), and one positive
+// giant (3: x / T overflows to +inf, NAN_INPUT). fp32 and bf16, V = 4,099
+// and 129,280, T = 0.5 and 0.7, 128 rows (the plain race's switch) with
+// per-row seeds and offsets: every row matches the CPU backend (token,
+// status, kept count) and sampled alone.
+TEST(GpuSampler, PlainRaceOverflowingLogitsMatchCpu) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["plain_race_overflow"];
+  int reported = 0;
+  AloneTally alone;
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (int64_t vocab : {4099, 129280})
+      for (float temperature : {0.5f, 0.7f}) {
+        HostBatch b(128, vocab, vocab, dt);
+        Rng rng(8800 + (uint64_t)vocab + (uint64_t)(temperature * 10) + (uint64_t)dt * 3);
+        std::vector<float> x((size_t)vocab);
+        for (int64_t r = 0; r < b.rows; ++r) {
+          for (int64_t i = 0; i < vocab; ++i) x[i] = round_to_dtype((float)(2.0 * rng.normal()), dt);
+          const int64_t a = (r * 37) % (vocab - 1);
+          switch (r % 4) {
+            case 0: x[a] = round_to_dtype(-3.0e38f, dt); break;
+            case 1: x[a] = round_to_dtype(-3.0e38f, dt), x[a + 1] = round_to_dtype(-2.9e38f, dt); break;
+            case 2: x[a] = round_to_dtype(-1.0e38f, dt); break;
+            default: x[a] = round_to_dtype(3.0e38f, dt); break;
+          }
+          b.set_row(r, x.data());
+          b.seed[r] = 100 + (uint64_t)r, b.offset[r] = (uint64_t)r * 3;
+        }
+        const ScalarFilter f{temperature, 0, 1.0f, 0.0f};
+        f.set_rows(b);
+        check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, /*no_workspace=*/true);
+      }
+  expect_path_clean("plain_race_overflow", t, alone);
+}
+
 // Batches of top-p-only rows (0 < p < 1; no min-p; no top-k, k >= V counting
 // as none) with scalar filter parameters and no log-probs asked for take the
 // row-CTA top-p kernel from PivotPolicy::kRowCtaMinRows rows
