@@ -169,8 +169,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   // every U with the token's own score as the bar).
   // The bar's two derived thresholds, formed again only when the bar moves.
   // beat_cut: a z below it cannot reach the bar whatever its uniform (z +
-  // kMaxRaceBoost < bar - margin; the subtraction's rounding, < 2^-19 for
-  // |bar| < 64, is far inside the margin).
+  // kMaxRaceBoost < bar - margin; the subtractions' rounding, < 2^-19 for
+  // |bar| < 64, is far inside the margin).  Open: where ulp(bar) / 2 passes
+  // the margin (|bar| >= 2^17) the rounded cut can sit one ulp above the
+  // exact one, so a skipped token's score could round to the bar and tie it
+  // (v69b's test, z + kMaxRaceBoost < bar - margin evaluated per group, had
+  // no such case; docs/perf-notes.md, next steps).
   float bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);  // +inf while bar is -inf
   float beat_cut = (bar - Policy::kSkipMargin) - contract::kMaxRaceBoost;
   auto raise_bar = [&](float s) {
