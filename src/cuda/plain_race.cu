@@ -349,10 +349,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
       }
       if (!any) return;
       const int32_t i00 = head + (base + (int32_t)threadIdx.x) * kVec;
-      auto first = [&](int g) { return (uint32_t)(i00 + (g / (kVec / 4)) * kThreads * kVec + 4 * (g % (kVec / 4))); };
+      auto group_start = [&](int g) { return (uint32_t)(i00 + (g / (kVec / 4)) * kThreads * kVec + 4 * (g % (kVec / 4))); };
       contract::Philox4 bits[kGroups];
 #pragma unroll
-      for (int g = 0; g < kGroups; ++g) bits[g] = contract::philox_row_block(philox, first(g) >> 2);
+      for (int g = 0; g < kGroups; ++g) bits[g] = contract::philox_row_block(philox, group_start(g) >> 2);
       // The group test: its largest z against its smallest h (h falls as
       // the Philox word grows); when that pair passes, every token passes.
       const float c = bar_cut;
@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
 #pragma unroll
       for (int g = 0; g < kGroups; ++g) {
         if (pass[g]) continue;
-        const uint32_t i = first(g);
+        const uint32_t i = group_start(g);
         // The group's logits again, from memory (L1 most of the time): the
         // round's registers are then free for the Philox calls (kept, they
         // spilled: ptxas at 64 registers).
