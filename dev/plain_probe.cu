@@ -7,6 +7,7 @@
 // (equal checksums across variants: equal results on every row), and a check
 // of 4 rows against the contract's race computed on the host.
 //   plain_probe [dtypes fp32,bf16] [vocabs] [batches] [rows anchors,flat,dominant]
+// PROBE_T=<temperature> (default 1): below 1 the kernel's T < 1 instantiation.
 // Build (the knobs as -D flags):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
 //        dev/plain_probe.cu src/cuda/plain_race.cu -o plain_probe
@@ -70,15 +71,17 @@ std::vector<float> make_rows(const std::string& kind, int B, int64_t V) {
 }
 
 // The contract's plain row on the host: the race winner over every eligible
-// token (T = 1), and the eligible count.
-void host_race(const float* row, int64_t V, uint64_t seed, uint64_t offset, int32_t& token, int32_t& kept) {
+// token, and the eligible count.
+void host_race(const float* row, int64_t V, float temperature, uint64_t seed, uint64_t offset, int32_t& token,
+               int32_t& kept) {
   float best = -INFINITY;
   token = -1;
   kept = 0;
   for (int64_t i = 0; i < V; ++i) {
-    if (!(row[i] > -INFINITY)) continue;
+    const float z = c::scale(row[i], temperature);
+    if (!(z > -INFINITY)) continue;
     ++kept;
-    const float s = c::race_score(row[i], seed, offset, (uint32_t)i);
+    const float s = c::race_score(z, seed, offset, (uint32_t)i);
     if (s > best) {  // ties to the lowest index
       best = s;
       token = (int32_t)i;
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
   const auto vocabs = split(argc > 2 ? argv[2] : "129280,151936,262208");
   const auto batches = split(argc > 3 ? argv[3] : "256,1024");
   const auto kinds = split(argc > 4 ? argv[4] : "anchors,flat,dominant");
+  const float temperature = getenv("PROBE_T") ? (float)atof(getenv("PROBE_T")) : 1.0f;
   int32_t *tokens, *status, *kept;
   uint64_t* offsets;
   const int kMaxB = 1024;
@@ -132,6 +136,7 @@ int main(int argc, char** argv) {
           }
           SamplingParams p;
           p.seed.value = 0x5eedull;
+          p.temperature.value = temperature;
           p.offset.per_row = offsets;
           SampleOutputs out;
           out.tokens = tokens;
@@ -164,13 +169,13 @@ int main(int argc, char** argv) {
           int bad = 0;
           for (int r : {0, 1, B / 2, B - 1}) {
             int32_t tok, kc;
-            host_race(&hq[(size_t)r * V], V, p.seed.value, hoff[r], tok, kc);
+            host_race(&hq[(size_t)r * V], V, temperature, p.seed.value, hoff[r], tok, kc);
             bad += tok != ht[r] || kc != hk[r] || hs[r] != TOKENSIFT_ROW_OK;
           }
           failures += bad;
           const double floor_us = (double)bytes / 4245e3;  // the table's copy bandwidth, read + write
-          printf("%-4s V=%-6lld B=%-4d %-8s %8.1f us (min %.1f) %5.2fx floor  sum %016llx  host check %s\n",
-                 dt.c_str(), (long long)V, B, kind.c_str(), t[t.size() / 2], t[0], t[t.size() / 2] / floor_us,
+          printf("T=%.2f %-4s V=%-6lld B=%-4d %-8s %8.1f us (min %.1f) %5.2fx floor  sum %016llx  host check %s\n",
+                 temperature, dt.c_str(), (long long)V, B, kind.c_str(), t[t.size() / 2], t[0], t[t.size() / 2] / floor_us,
                  (unsigned long long)sum, bad ? "FAIL" : "ok");
           fflush(stdout);
           for (auto& q : d) cudaFree(q);

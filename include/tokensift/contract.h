@@ -71,6 +71,23 @@ TS_HD float f_fma(float a, float b, float c) {
   return std::fma(a, b, c);
 #endif
 }
+// a - b rounded toward -inf: the kernels' pruning cuts, which must err low
+// (race_beat_cut).  The host has no portable rounding-mode switch that the
+// optimizer respects, so it takes the nearest difference and steps one ulp
+// down when the exact error (TwoSum) says that rounded up, or from +inf
+// (finite a - b overflowing) to the largest float.
+TS_HD float f_sub_rd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rd(a, b);
+#else
+  const float s = a - b;
+  if (std::isnan(s)) return s;
+  if (std::isinf(s)) return (s > 0.0f && std::isfinite(a) && std::isfinite(b)) ? 3.40282347e38f : s;
+  const float bv = s - a;
+  const float err = (a - (s - bv)) + (-b - bv);  // exact: s + err == a - b
+  return err < 0.0f ? std::nextafter(s, -HUGE_VALF) : s;
+#endif
+}
 TS_HD double d_add(double a, double b) {
 #if defined(__CUDA_ARCH__)
   return __dadd_rn(a, b);
@@ -374,6 +391,17 @@ TS_HD float race_skip_cut(float bar, float margin) { return 23.0f - (bar - margi
 // Largest possible -ln(E) (U = 1 - 2^-24 gives E ~ 2^-24): a token whose
 // z + kMaxRaceBoost is below a score already seen can never win the race.
 constexpr float kMaxRaceBoost = 16.6355324f;
+
+// A cut below which no z can reach the bar whatever its uniform: z <
+// race_beat_cut(bar, margin) gives z + kMaxRaceBoost < rd(bar - margin)
+// exactly, so the score fl(z - ln E) <= fl(z + kMaxRaceBoost) <= rd(bar -
+// margin) < bar (rounding is monotone; -ln E <= kMaxRaceBoost).  Both
+// subtractions round down: rounded to nearest, the cut can sit an ulp too
+// high above |bar| = 2^19, where ulp(bar) / 2 passes the margin, and a
+// skipped token could tie the bar and win it by its lower index.
+TS_HD float race_beat_cut(float bar, float margin) {
+  return f_sub_rd(f_sub_rd(bar, margin), kMaxRaceBoost);
+}
 // Smallest -ln(E) (U = 2^-24 gives E = 24 ln 2): every token's score is at
 // least z + kMinRaceBoost, so the best z of a set bounds its winner from below.
 constexpr float kMinRaceBoost = -2.81154084f;

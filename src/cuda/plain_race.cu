@@ -168,20 +168,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   // far inside the margin (tests/cpu/test_contract.cpp checks the bound over
   // every U with the token's own score as the bar).
   // The bar's two derived thresholds, formed again only when the bar moves.
-  // beat_cut: a z below it cannot reach the bar whatever its uniform (z +
-  // kMaxRaceBoost < bar - margin; the subtractions' rounding, < 2^-19 for
-  // |bar| < 64, is far inside the margin).  Open: where ulp(bar) / 2 passes
-  // the margin (|bar| >= 2^17) the rounded cut can sit one ulp above the
-  // exact one, so a skipped token's score could round to the bar and tie it
-  // (v69b's test, z + kMaxRaceBoost < bar - margin evaluated per group, had
-  // no such case; docs/perf-notes.md, next steps).
+  // beat_cut: a z below it cannot reach the bar whatever its uniform
+  // (contract::race_beat_cut: its subtractions round down, as rounded to
+  // nearest the cut sat an ulp too high above |bar| = 2^19 and a skipped
+  // token could tie the bar; v74c, test PlainRaceTiesAboveTwoTo19MatchCpu).
   float bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);  // +inf while bar is -inf
-  float beat_cut = (bar - Policy::kSkipMargin) - contract::kMaxRaceBoost;
+  float beat_cut = contract::race_beat_cut(bar, Policy::kSkipMargin);
   auto raise_bar = [&](float s) {
     if (s > bar) {
       bar = s;
       bar_cut = contract::race_skip_cut(bar, Policy::kSkipMargin);
-      beat_cut = (bar - Policy::kSkipMargin) - contract::kMaxRaceBoost;
+      beat_cut = contract::race_beat_cut(bar, Policy::kSkipMargin);
     }
   };
   auto may_win = [&](float z, uint32_t bits, float c) {  // no branches: bitwise | on bools

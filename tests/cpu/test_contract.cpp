@@ -214,6 +214,73 @@ TEST(ContractRace, SkipTestInLog2IsConservative) {
   EXPECT_EQ(c::race_skip_cut(-std::numeric_limits<float>::infinity(), margin), std::numeric_limits<float>::infinity());
 }
 
+// f_sub_rd: a - b rounded toward -inf, against the exact difference in double
+// (exact for operands within 2^29 of each other in magnitude), and at the
+// edges where the nearest difference overflows.
+TEST(ContractRace, SubRoundDownIsExact) {
+  Rng rng(13);
+  for (int i = 0; i < 2000000; ++i) {
+    const int ea = (int)(rng.next() % 120) - 60, eb = ea + (int)(rng.next() % 41) - 20;
+    const float a = std::ldexp((float)(rng.next() % 16777216) / 16777216.0f + 0.5f, ea) * (rng.next() & 1 ? 1 : -1);
+    const float b = std::ldexp((float)(rng.next() % 16777216) / 16777216.0f + 0.5f, eb) * (rng.next() & 1 ? 1 : -1);
+    const double d = (double)a - (double)b;  // exact
+    const float r = c::f_sub_rd(a, b);
+    ASSERT_LE((double)r, d) << a << " " << b;
+    ASSERT_GT((double)std::nextafter(r, HUGE_VALF), d) << a << " " << b;
+  }
+  const float big = std::numeric_limits<float>::max(), inf = HUGE_VALF;
+  EXPECT_EQ(c::f_sub_rd(-big, 0.01f), -inf);  // below -FLT_MAX: rounds down to -inf
+  EXPECT_EQ(c::f_sub_rd(big, -big), big);     // above FLT_MAX: rounds down to FLT_MAX
+  EXPECT_EQ(c::f_sub_rd(-inf, 0.01f), -inf);
+}
+
+// The plain race skips a group whose largest z is below
+// race_beat_cut(bar, margin): no token there may reach the bar, not even
+// tie it (a tie goes to the lower index, which a skipped token may have).
+// Every bar of the first 2^14 floats above each power of two from 2^-3 to
+// 2^40 (both signs; the cut's rounding matters just above a power of two)
+// and 200,000 random ones, the three floats below the cut, with the largest
+// boost: the score stays below the bar.  The cut rounded to nearest (v70b's)
+// fails this scan (the test's teeth).
+TEST(ContractRace, BeatCutNeverAdmitsATie) {
+  const float margin = 0.01f;  // PivotPolicy::kRaceSkipMargin
+  const float inf = HUGE_VALF;
+  int64_t checked = 0, nearest_fails = 0;
+  auto check = [&](float bar) {
+    const float cut = c::race_beat_cut(bar, margin);
+    float z = cut;
+    for (int t = 0; t < 3; ++t) {
+      z = std::nextafter(z, -inf);
+      ASSERT_LT(c::f_add(z, c::kMaxRaceBoost), bar) << std::hexfloat << bar << " " << z;
+      ASSERT_LT(c::race_score_from_bits(z, 0xffffffffu), bar) << std::hexfloat << bar << " " << z;
+    }
+    float zn = c::f_sub(c::f_sub(bar, margin), c::kMaxRaceBoost);
+    for (int t = 0; t < 3; ++t) {
+      zn = std::nextafter(zn, -inf);
+      nearest_fails += !(c::f_add(zn, c::kMaxRaceBoost) < bar);
+    }
+    ++checked;
+  };
+  for (int e = -3; e <= 40; ++e)
+    for (float sign : {1.0f, -1.0f}) {
+      const uint32_t b0 = c::float_bits(std::ldexp(1.0f, e));
+      for (uint32_t k = 0; k < (1u << 14); ++k) {
+        check(sign * c::bits_float(b0 + k));
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  Rng rng(14);
+  for (int i = 0; i < 200000; ++i) {
+    const float bar = std::ldexp((float)(rng.next() % 16777216) / 16777216.0f + 0.5f, (int)(rng.next() % 70) - 30);
+    check(rng.next() & 1 ? bar : -bar);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(c::race_beat_cut(-inf, margin), -inf);  // no bar yet: nothing skipped
+  EXPECT_GT(nearest_fails, 0);
+  std::printf("race_beat_cut: %lld bars, 0 ties admitted; the cut rounded to nearest admits %lld\n",
+              (long long)checked, (long long)nearest_fails);
+}
+
 TEST(ContractOrder, KeyIsMonotoneAndFoldsSignedZero) {
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(c::order_key(-0.0f), c::order_key(0.0f));

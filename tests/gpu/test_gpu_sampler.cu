@@ -1310,16 +1310,37 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   expect_path_clean("plain_race", t, alone);
 }
 
-// Plain rows with logits near -FLT_MAX at temperatures below 1, where x / T
-// becomes -inf and the token leaves the kept count (the CPU backend's
-// eligibility) although its logit is finite: the plain race counts a group
-// of four finite logits as eligible in one step, so each row puts one giant
-// in a group of ordinary logits (kind 0), two in one group (1: their sum is
-// -inf), one that stays finite after the division (2), and one positive
-// giant (3: x / T overflows to +inf, NAN_INPUT). fp32 and bf16, V = 4,099
-// and 129,280, T = 0.5 and 0.7, 128 rows (the plain race's switch) with
-// per-row seeds and offsets: every row matches the CPU backend (token,
-// status, kept count) and sampled alone.
+// Rows with logits near -FLT_MAX at temperatures below 1, where x / T
+// becomes -inf and the token leaves the kept set (the CPU backend's
+// eligibility) although its logit is finite: each row puts one giant in a
+// group of ordinary N(0, 2^2) logits (kind 0), two in one group of four (1:
+// their sum is -inf), one that stays finite after the division (2), and one
+// positive giant (3: x / T overflows to +inf, NAN_INPUT); 128 rows with
+// per-row seeds and offsets.
+HostBatch overflowing_logits_batch(DType dt, int64_t vocab, float temperature) {
+  HostBatch b(128, vocab, vocab, dt);
+  Rng rng(8800 + (uint64_t)vocab + (uint64_t)(temperature * 10) + (uint64_t)dt * 3);
+  std::vector<float> x((size_t)vocab);
+  for (int64_t r = 0; r < b.rows; ++r) {
+    for (int64_t i = 0; i < vocab; ++i) x[i] = round_to_dtype((float)(2.0 * rng.normal()), dt);
+    const int64_t a = (r * 37) % (vocab - 1);
+    switch (r % 4) {
+      case 0: x[a] = round_to_dtype(-3.0e38f, dt); break;
+      case 1: x[a] = round_to_dtype(-3.0e38f, dt), x[a + 1] = round_to_dtype(-2.9e38f, dt); break;
+      case 2: x[a] = round_to_dtype(-1.0e38f, dt); break;
+      default: x[a] = round_to_dtype(3.0e38f, dt); break;
+    }
+    b.set_row(r, x.data());
+    b.seed[r] = 100 + (uint64_t)r, b.offset[r] = (uint64_t)r * 3;
+  }
+  return b;
+}
+
+// The plain race counts a group of four finite logits as eligible in one
+// step, so at T < 1 it must catch the giants above: fp32 and bf16, V =
+// 4,099 and 129,280, T = 0.5 and 0.7, 128 rows (the plain race's switch):
+// every row matches the CPU backend (token, status, kept count) and sampled
+// alone.
 TEST(GpuSampler, PlainRaceOverflowingLogitsMatchCpu) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["plain_race_overflow"];
@@ -1328,26 +1349,135 @@ TEST(GpuSampler, PlainRaceOverflowingLogitsMatchCpu) {
   for (DType dt : {DType::kF32, DType::kBF16})
     for (int64_t vocab : {4099, 129280})
       for (float temperature : {0.5f, 0.7f}) {
-        HostBatch b(128, vocab, vocab, dt);
-        Rng rng(8800 + (uint64_t)vocab + (uint64_t)(temperature * 10) + (uint64_t)dt * 3);
-        std::vector<float> x((size_t)vocab);
-        for (int64_t r = 0; r < b.rows; ++r) {
-          for (int64_t i = 0; i < vocab; ++i) x[i] = round_to_dtype((float)(2.0 * rng.normal()), dt);
-          const int64_t a = (r * 37) % (vocab - 1);
-          switch (r % 4) {
-            case 0: x[a] = round_to_dtype(-3.0e38f, dt); break;
-            case 1: x[a] = round_to_dtype(-3.0e38f, dt), x[a + 1] = round_to_dtype(-2.9e38f, dt); break;
-            case 2: x[a] = round_to_dtype(-1.0e38f, dt); break;
-            default: x[a] = round_to_dtype(3.0e38f, dt); break;
-          }
-          b.set_row(r, x.data());
-          b.seed[r] = 100 + (uint64_t)r, b.offset[r] = (uint64_t)r * 3;
-        }
+        HostBatch b = overflowing_logits_batch(dt, vocab, temperature);
         const ScalarFilter f{temperature, 0, 1.0f, 0.0f};
         f.set_rows(b);
         check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, /*no_workspace=*/true);
       }
   expect_path_clean("plain_race_overflow", t, alone);
+}
+
+// The same rows through every other path at T < 1, 128 rows a batch (the
+// row-CTA kernel's switch for top-k, min-p and top-p): top-k, min-p, top-p,
+// top-k with top-p, and plain rows with log-probs asked for (the chunked
+// kernel).  Each batch matches the CPU backend (token, status, kept count,
+// log-prob), and every tenth row sampled alone (the cluster or chunked
+// kernel: each kind of row) gives the same.
+TEST(GpuSampler, OverflowingLogitsAtSmallTMatchCpuOnEveryPath) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["overflow_every_path"];
+  int reported = 0;
+  AloneTally alone;
+  struct Case {
+    ScalarFilter f;
+    bool logprobs;
+  };
+  const Case cases[] = {{{0.5f, 50, 1.0f, 0.0f}, false},
+                        {{0.7f, 0, 1.0f, 0.05f}, false},
+                        {{0.5f, 0, 0.9f, 0.0f}, false},
+                        {{0.7f, 50, 0.9f, 0.0f}, false},
+                        {{0.5f, 0, 1.0f, 0.0f}, true}};
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (int64_t vocab : {4099, 129280})
+      for (const Case& c : cases) {
+        HostBatch b = overflowing_logits_batch(dt, vocab, c.f.temperature);
+        c.f.set_rows(b);
+        check_batch_and_rows_alone(b, c.f, c.logprobs, t, reported, alone, /*no_workspace=*/false,
+                                   /*alone_stride=*/10);
+      }
+  expect_path_clean("overflow_every_path", t, alone);
+}
+
+// Plain rows whose race is decided at scores just above a power of two
+// (2^19 to 2^23), where a float's ulp passes the race's skip margin: each
+// row's token i has the largest boost (its uniform's top 23 bits all set:
+// found by search over seeds, 1 in 2^23 tokens) and a z chosen so that z +
+// kMaxRaceBoost rounds up to a bar B while z sits just below the bar's
+// whole-group cut rounded to nearest (v70b's cut, which skipped it: the
+// kernel then drew a background token).  Half the rows add a later token j
+// whose own score is B exactly: a tie, which i wins by its lower index.  The
+// background is N(0, 1) (scores below 20).  fp32, V = 4,099 and 129,280, T
+// = 1 and 0.5 (the two kernel instantiations; x = z T exactly), 128 rows
+// (the plain race's switch): every row matches the CPU backend (token,
+// status, kept count) and sampled alone, and the CPU backend draws i.
+TEST(GpuSampler, PlainRaceTiesAboveTwoTo19MatchCpu) {
+  TS_REQUIRE_GPU();
+  namespace c = contract;
+  Tally& t = tallies()["plain_race_ties_2e19"];
+  int reported = 0;
+  AloneTally alone;
+  const float margin = 0.01f;  // PivotPolicy::kRaceSkipMargin
+  // Bars B just above 2^e whose nearest-rounded cut admits a z with fl(z +
+  // kMaxRaceBoost) == B below it.
+  struct Bar {
+    float bar, z;
+  };
+  std::vector<Bar> bars;
+  for (int e : {19, 20, 21, 23}) {
+    const uint32_t b0 = c::float_bits(std::ldexp(1.0f, e));
+    bool found = false;
+    for (uint32_t k = 1; k < (1u << 16) && !found; ++k) {
+      const float bar = c::bits_float(b0 + k);
+      float z = c::f_sub(c::f_sub(bar, margin), c::kMaxRaceBoost);
+      for (int s = 0; s < 3 && !found; ++s) {
+        z = std::nextafter(z, -HUGE_VALF);
+        if (c::f_add(z, c::kMaxRaceBoost) == bar) bars.push_back({bar, z}), found = true;
+      }
+    }
+    ASSERT_TRUE(found) << "no bar above 2^" << e;
+  }
+  // (seed, offset, i) with the largest boost, i in the first 4,000 tokens
+  // (the first round of the fp32 plain race: its own first bar).
+  struct Hit {
+    uint64_t seed, offset;
+    uint32_t i;
+  };
+  std::vector<Hit> hits;
+  for (uint64_t seed = 7000; hits.size() < 16; ++seed) {
+    const uint64_t offset = seed % 5;
+    const c::PhiloxRow row = c::philox_row(seed, offset);
+    for (uint32_t g = 0; g < 1000; ++g) {
+      const c::Philox4 r = c::philox_row_block(row, g);
+      for (uint32_t w = 0; w < 4; ++w)
+        if ((r.v[w] >> 9) == 0x7fffffu) hits.push_back({seed, offset, 4 * g + w});
+    }
+  }
+  for (int64_t vocab : {4099, 129280})
+    for (float temperature : {1.0f, 0.5f}) {
+      HostBatch b(128, vocab, vocab, DType::kF32);
+      Rng rng(9900 + (uint64_t)vocab + (uint64_t)(temperature * 10));
+      std::vector<float> x((size_t)vocab);
+      std::vector<int32_t> expect((size_t)b.rows);
+      for (int64_t r = 0; r < b.rows; ++r) {
+        const Hit h = hits[(size_t)r % hits.size()];
+        const Bar bar = bars[(size_t)(r / 16) % bars.size()];
+        for (int64_t k = 0; k < vocab; ++k) x[k] = (float)rng.normal();
+        ASSERT_EQ(c::race_score_from_bits(bar.z, c::token_bits(h.seed, h.offset, h.i)), bar.bar);
+        x[h.i] = bar.z;
+        if ((r / 64) % 2) {  // a tie: j > i scores B exactly
+          bool tied = false;
+          for (uint32_t j = h.i + 4 + (uint32_t)(r % 7) * 4; j + 1 < (uint32_t)vocab && !tied; j += 4) {
+            const uint32_t bits = c::token_bits(h.seed, h.offset, j);
+            float z = c::f_sub(bar.bar, c::race_score_from_bits(0.0f, bits));
+            for (int s = 0; s < 8; ++s) z = std::nextafter(z, -HUGE_VALF);
+            for (int s = 0; s < 16 && !tied; ++s, z = std::nextafter(z, HUGE_VALF))
+              if (c::race_score_from_bits(z, bits) == bar.bar) x[j] = z, tied = true;
+          }
+          ASSERT_TRUE(tied) << "row " << r;
+        }
+        expect[(size_t)r] = (int32_t)h.i;
+        for (int64_t k = 0; k < vocab; ++k) x[k] = c::f_mul(x[k], temperature);  // x / T == z exactly
+        b.set_row(r, x.data());
+        b.seed[r] = h.seed, b.offset[r] = h.offset;
+      }
+      const ScalarFilter f{temperature, 0, 1.0f, 0.0f};
+      f.set_rows(b);
+      const Results cpu = run_cpu(b);
+      for (int64_t r = 0; r < b.rows; ++r) ASSERT_EQ(cpu.token[(size_t)r], expect[(size_t)r]) << "row " << r;
+      check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, /*no_workspace=*/true,
+                                 /*alone_stride=*/9);
+    }
+  expect_path_clean("plain_race_ties_2e19", t, alone);
 }
 
 // Batches of top-p-only rows (0 < p < 1; no min-p; no top-k, k >= V counting
