@@ -392,6 +392,10 @@ TS_HD float race_skip_cut(float bar, float margin) { return 23.0f - (bar - margi
 // z + kMaxRaceBoost is below a score already seen can never win the race.
 constexpr float kMaxRaceBoost = 16.6355324f;
 
+// Smallest -ln(E) (U = 2^-24 gives E = 24 ln 2): every token's score is at
+// least z + kMinRaceBoost, so the best z of a set bounds its winner from below.
+constexpr float kMinRaceBoost = -2.81154084f;
+
 // A cut below which no z can reach the bar whatever its uniform: z <
 // race_beat_cut(bar, margin) gives z + kMaxRaceBoost < rd(bar - margin)
 // exactly, so the score fl(z - ln E) <= fl(z + kMaxRaceBoost) <= rd(bar -
@@ -402,9 +406,6 @@ constexpr float kMaxRaceBoost = 16.6355324f;
 TS_HD float race_beat_cut(float bar, float margin) {
   return f_sub_rd(f_sub_rd(bar, margin), kMaxRaceBoost);
 }
-// Smallest -ln(E) (U = 2^-24 gives E = 24 ln 2): every token's score is at
-// least z + kMinRaceBoost, so the best z of a set bounds its winner from below.
-constexpr float kMinRaceBoost = -2.81154084f;
 
 }  // namespace contract
 }  // namespace tokensift

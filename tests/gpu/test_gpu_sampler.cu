@@ -1393,10 +1393,10 @@ TEST(GpuSampler, OverflowingLogitsAtSmallTMatchCpuOnEveryPath) {
 // row's token i has the largest boost (its uniform's top 23 bits all set:
 // found by search over seeds, 1 in 2^23 tokens) and a z chosen so that z +
 // kMaxRaceBoost rounds up to a bar B while z sits just below the bar's
-// whole-group cut rounded to nearest (v70b's cut, which skipped it: the
-// kernel then drew a background token).  Half the rows add a later token j
-// whose own score is B exactly: a tie, which i wins by its lower index.  The
-// background is N(0, 1) (scores below 20).  fp32, V = 4,099 and 129,280, T
+// whole-group cut rounded to nearest (v70b's cut, which skipped its
+// group).  Half the rows add a later token j whose own score is B exactly:
+// a tie, which i wins by its lower index.  The background is N(0, 1)
+// (scores below 20).  fp32, V = 4,099 and 129,280, T
 // = 1 and 0.5 (the two kernel instantiations; x = z T exactly), 128 rows
 // (the plain race's switch): every row matches the CPU backend (token,
 // status, kept count) and sampled alone, and the CPU backend draws i.
