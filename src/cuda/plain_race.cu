@@ -1,5 +1,21 @@
-// Plain rows at large batch: one CTA streams one whole row and runs the
-// contract's exponential race over it.  No chunks, no candidates, no merge.
+// Plain rows: the batch's logits streamed once by the CTAs that run at once,
+// each racing its share with the contract's exponential race.  No chunks, no
+// candidates, no merge.
+//
+// The flat split (v77): every row's body vectors, laid end to end over the
+// batch, are cut into gridDim.x equal ranges, one a CTA (2 an SM).  A CTA
+// races each row segment of its range in turn; a row it holds whole it
+// writes, a partial row it adds to the row's accumulators in the workspace
+// (atomic max of the leader and of the raw max, atomic add of the count), and
+// the segment that completes the row's vectors, by an acq_rel ticket, writes
+// it.  Why: one CTA per row leaves SMs idle wherever the batch is not a
+// multiple of the resident CTAs (at B = 256, 8 of 264 slots; at B = 64, 200)
+// and the chunked kernel, which took the plain rows of smaller batches, pays
+// a merge per row.  A clearing kernel zeroes the accumulators first; the race
+// kernel is its programmatic dependent, so it streams meanwhile and waits
+// only before its first atomic.  Rows off their 16-byte alignment or their
+// Philox groups (padded strides), rows of less than a round and calls
+// without a workspace keep one CTA per row.
 //
 // A plain row (no min-p, top-k or top-p) keeps every eligible token, so its
 // result is the race winner over the whole row (the largest z - ln E, E =
@@ -75,6 +91,7 @@
 
 #include "cuda/block_row_stream.cuh"
 #include "cuda/cuda_utils.cuh"
+#include "cuda/pivot_launch.hpp"
 #include "cuda/plain_race.hpp"
 
 namespace tokensift::cuda_detail {
@@ -122,22 +139,95 @@ __device__ __forceinline__ uint4 neg_inf_vector() {
   else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
 }
 
+// The flat split's per-row accumulators in the workspace, cleared by
+// plain_race_clear_kernel (the race kernel is its programmatic dependent and
+// waits for it before its first atomic on them).  Every field combines by a
+// max or an integer sum, so the result does not depend on which CTA
+// published which segment or in what order.
+struct PlainRaceAcc {
+  unsigned long long best;  // pack_order of the race leader (atomic max)
+  uint32_t xmax_key;        // xmax_key of the raw max (atomic max)
+  uint32_t eligible;        // tokens with z > -inf (atomic add)
+  uint32_t done;            // body vectors published: the ticket
+  uint32_t pad;
+};
+
+// The raw max as an unsigned key for an atomic max that keeps max_nan's
+// meaning: the float order for numbers, NaN above everything.
+__device__ __forceinline__ uint32_t xmax_key(float x) { return x != x ? 0xffffffffu : contract::order_key(x); }
+__device__ __forceinline__ float key_xmax(uint32_t k) {
+  return k == 0xffffffffu ? __int_as_float(0x7fffffff) : contract::key_to_float(k);
+}
+
+// A row's token, status and kept count from its reduced state: the same
+// decisions, in the same order, as the chunked kernel's merge.
+__device__ __forceinline__ void write_plain_row(const SampleOutputs& out, int64_t row, const PlainRaceState& r,
+                                                float temperature) {
+  constexpr float kInf = __builtin_huge_valf();
+  int32_t status = TOKENSIFT_ROW_OK, token = -1, kept = 0;
+  if (!(r.xmax < kInf)) {
+    status = TOKENSIFT_ROW_NAN_INPUT;  // NaN or +inf
+  } else if (!(r.xmax > -kInf)) {
+    status = TOKENSIFT_ROW_NO_VALID_TOKEN;
+  } else if ((temperature == 1.0f ? r.xmax : contract::scale(r.xmax, temperature)) == kInf) {
+    status = TOKENSIFT_ROW_NAN_INPUT;  // x / T overflowed
+  } else if (r.eligible == 0) {
+    status = TOKENSIFT_ROW_NO_VALID_TOKEN;
+  } else {
+    token = (int32_t)packed_index(r.best);
+    kept = r.eligible;
+  }
+  out.tokens[row] = token;
+  if (out.row_status) out.row_status[row] = status;
+  if (out.kept_counts) out.kept_counts[row] = kept;
+}
+
 // kSmallT: the call's temperature is below 1, where a finite logit's x / T
 // can be -inf (below -FLT_MAX T); a separate instantiation, so that calls at
 // T >= 1 run code without the check.
-template <class T, class Policy, bool kSmallT>
+// kFlat: the batch's body vectors (rows x row_nvec, every row with the same
+// head, on its Philox groups) are cut into gridDim.x equal ranges, one a CTA
+// (the flat split, v77): a CTA races each row segment of its range as the
+// one-row kernel races a row, writes a row it covers whole, and adds a
+// partial row to the row's accumulators; the segment that completes the
+// row's vectors (the ticket) writes it.  Otherwise one CTA races row
+// blockIdx.x (rows off their Philox groups, short rows, no workspace).
+template <class T, class Policy, bool kSmallT, bool kFlat>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
-    plain_race_kernel(const void* logits, int64_t row_stride, int32_t vocab, SamplingParams p, SampleOutputs out) {
+    plain_race_kernel(const void* logits, int64_t rows, int64_t row_stride, int32_t vocab, SamplingParams p,
+                      SampleOutputs out, PlainRaceAcc* acc) {
   using Reduce = cub::BlockReduce<PlainRaceState, Policy::kThreads>;
   __shared__ typename Reduce::TempStorage temp;
   __shared__ uint32_t bar_key;
   constexpr float kInf = __builtin_huge_valf();
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kThreads = Policy::kThreads, kUnroll = Policy::kUnroll, kStep = kThreads * kUnroll;
-  const int64_t row = blockIdx.x;
-  const T* x = static_cast<const T*>(logits) + row * row_stride;
   const float temperature = p.temperature.value;
   const bool unit = temperature == 1.0f;  // x / 1 == x exactly
+  // kFlat: this CTA's range [g, g_end) of the batch's body vectors (vector v
+  // of row r is r * row_nvec + v), balanced to within one vector.
+  int64_t g = 0, g_end = 0;
+  int32_t row_nvec = 0;
+  if constexpr (kFlat) {
+    row_nvec = (vocab - row_head(static_cast<const T*>(logits), vocab)) / kVec;
+    const int64_t total = rows * row_nvec, q = total / gridDim.x, rem = total % gridDim.x;
+    const int64_t b = blockIdx.x;
+    g = b * q + (b < rem ? b : rem);
+    g_end = g + q + (b < rem ? 1 : 0);
+  }
+  for (;;) {
+  int64_t row;
+  int32_t v0 = 0, v1 = 0;  // kFlat: the segment, body vectors [v0, v1) of the row
+  if constexpr (kFlat) {
+    if (g >= g_end) break;
+    row = g / row_nvec;
+    v0 = (int32_t)(g - row * row_nvec);
+    v1 = (int32_t)(g_end - g < (int64_t)(row_nvec - v0) ? v0 + (g_end - g) : row_nvec);
+    g += v1 - v0;
+  } else {
+    row = blockIdx.x;
+  }
+  const T* x = static_cast<const T*>(logits) + row * row_stride;
   const uint64_t seed = p.seed.at(row), offset = p.offset.at(row);
   const contract::PhiloxRow philox = contract::philox_row(seed, offset);
   // contract::token_bits by selects (its indexed word would go to local memory).
@@ -221,7 +311,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     if (bar_key) raise_bar(contract::key_to_float(bar_key));
   };
   const int32_t head = row_head(x, vocab);
-  if ((head & 3) != 0) {
+  bool off_groups = false;  // the flat split takes only rows on their groups
+  if constexpr (!kFlat) off_groups = (head & 3) != 0;
+  if (off_groups) {
     sample_bar();
     first_bar();
     // The row's vectors do not start on a Philox group (a padded stride that
@@ -236,8 +328,13 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         },
         round_done);
   } else {
-    const uint4* body = reinterpret_cast<const uint4*>(x + head);
-    const int32_t nvec = (vocab - head) / kVec;
+    const int32_t row_vectors = (vocab - head) / kVec;
+    if constexpr (!kFlat) v1 = row_vectors;
+    // The segment: its vectors from `body`, nvec of them, its first token
+    // shead (the whole row's body outside the flat split).
+    const uint4* body = reinterpret_cast<const uint4*>(x + head) + v0;
+    const int32_t nvec = v1 - v0;
+    const int32_t shead = head + v0 * kVec;
     uint4 first[kUnroll];
     {
       // The first round's vectors, loaded now, give the first bar: each
@@ -257,13 +354,14 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
           const float z = scaled(to_float(e[k]));
-          if (z > zb && z < kInf) zb = z, ib = head + (u * kThreads + (int32_t)threadIdx.x) * kVec + k;
+          if (z > zb && z < kInf) zb = z, ib = shead + (u * kThreads + (int32_t)threadIdx.x) * kVec + k;
         }
       }
       if (ib >= 0) atomicMax(&bar_key, contract::order_key(exact_race_score(zb, token_bits(ib))));
     }
     first_bar();
-    for (int32_t i = threadIdx.x; i < head; i += kThreads) visit(i, to_float(x[i]));
+    if (v0 == 0)
+      for (int32_t i = threadIdx.x; i < head; i += kThreads) visit(i, to_float(x[i]));
     // Rounds of kUnroll vectors a thread, each round's loads issued before
     // the previous round is worked; the last round's vectors past the row
     // read as -inf, so the work needs no bounds.
@@ -345,7 +443,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         any |= live[g];
       }
       if (!any) return;
-      const int32_t i00 = head + (base + (int32_t)threadIdx.x) * kVec;
+      const int32_t i00 = shead + (base + (int32_t)threadIdx.x) * kVec;
       auto group_start = [&](int g) { return (uint32_t)(i00 + (g / (kVec / 4)) * kThreads * kVec + 4 * (g % (kVec / 4))); };
       contract::Philox4 bits[kGroups];
 #pragma unroll
@@ -408,28 +506,33 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
       round_done();
       base += kStep;
     }
-    for (int32_t i = head + nvec * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads) visit(i, to_float(x[i]));
+    if (v1 == row_vectors)
+      for (int32_t i = head + row_vectors * kVec + (int32_t)threadIdx.x; i < vocab; i += kThreads)
+        visit(i, to_float(x[i]));
   }
 
   const PlainRaceState r = Reduce(temp).Reduce(mine, PlainRaceStateOp{});
-  if (threadIdx.x != 0) return;
-  // The same decisions, in the same order, as the chunked kernel's merge.
-  int32_t status = TOKENSIFT_ROW_OK, token = -1, kept = 0;
-  if (!(r.xmax < kInf)) {
-    status = TOKENSIFT_ROW_NAN_INPUT;  // NaN or +inf
-  } else if (!(r.xmax > -kInf)) {
-    status = TOKENSIFT_ROW_NO_VALID_TOKEN;
-  } else if ((unit ? r.xmax : contract::scale(r.xmax, temperature)) == kInf) {
-    status = TOKENSIFT_ROW_NAN_INPUT;  // x / T overflowed
-  } else if (r.eligible == 0) {
-    status = TOKENSIFT_ROW_NO_VALID_TOKEN;
-  } else {
-    token = (int32_t)packed_index(r.best);
-    kept = r.eligible;
+  if (threadIdx.x == 0) {
+    if (!kFlat || (v0 == 0 && v1 == row_nvec)) {
+      write_plain_row(out, row, r, temperature);
+    } else {
+      // Wait for the clearing kernel (a no-op when launched plainly), add
+      // this segment, and let the segment that completes the row write it:
+      // the acq_rel ticket orders the other segments' atomics before its reads.
+      pdl_wait_primary();
+      PlainRaceAcc* s = acc + row;
+      atomicMax(&s->best, (unsigned long long)r.best);
+      atomicMax(&s->xmax_key, xmax_key(r.xmax));
+      atomicAdd(&s->eligible, (uint32_t)r.eligible);
+      const uint32_t n = (uint32_t)(v1 - v0);
+      if (ticket_arrive_n(&s->done, n) + n == (uint32_t)row_nvec) {
+        const PlainRaceState all{load_cg(&s->best), key_xmax(load_cg(&s->xmax_key)), (int)load_cg(&s->eligible)};
+        write_plain_row(out, row, all, temperature);
+      }
+    }
   }
-  out.tokens[row] = token;
-  if (out.row_status) out.row_status[row] = status;
-  if (out.kept_counts) out.kept_counts[row] = kept;
+  if constexpr (!kFlat) break;
+  }
 }
 
 bool plain_race_applies(const LogitsView& logits, const SamplingParams& p, const SampleOutputs& out) {
@@ -441,29 +544,93 @@ bool plain_race_applies(const LogitsView& logits, const SamplingParams& p, const
   return !(p.min_p.value > 0.0f) && !k_active && !(p.top_p.value < 1.0f);
 }
 
-cudaError_t launch_plain_race(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
-                              cudaStream_t stream) {
-  const dim3 grid((unsigned)logits.rows), block(PlainRacePolicy<4>::kThreads);
+size_t plain_race_workspace_size(int64_t rows) { return sizeof(PlainRaceAcc) * (size_t)rows; }
+
+// Zeroes the flat split's accumulators.  It lets its dependent (the race
+// kernel) start at once: that kernel streams its logits meanwhile and waits
+// for this grid's end (griddepcontrol.wait) only before its first atomic.
+__global__ void plain_race_clear_kernel(uint32_t* words, int64_t n) {
+  pdl_launch_dependents();
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    words[i] = 0u;
+}
+
+namespace {
+
+// The flat split's CTAs for a call: the CTAs that run at once
+// (kMinBlocksPerSm an SM), fewer when the batch has fewer than
+// kFlatMinRounds rounds of vectors for each.  0: the call does not qualify
+// (no workspace; rows off their 16-byte alignment or their Philox groups,
+// which the one-row kernel takes token by token; rows of less than a round).
+template <class Policy>
+unsigned flat_ctas(const LogitsView& logits, const void* workspace, int elem_bytes) {
+  if (workspace == nullptr || !Policy::kFlat) return 0;
+  constexpr int64_t kStep = (int64_t)Policy::kThreads * Policy::kUnroll;
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(logits.data);
+  if (addr % (uintptr_t)elem_bytes != 0 || (logits.row_stride * elem_bytes) % 16 != 0) return 0;
+  const int64_t head = (int64_t)((16u - (addr & 15u)) & 15u) / elem_bytes;  // row_head, the same for every row
+  if (head % 4 != 0 || head >= logits.vocab) return 0;
+  const int64_t row_nvec = (logits.vocab - head) / (16 / elem_bytes);
+  if (row_nvec < kStep) return 0;
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
+    return 0;
+  const int64_t slots = (int64_t)sms * Policy::kMinBlocksPerSm;
+  const int64_t by_work = logits.rows * row_nvec / (kStep * Policy::kFlatMinRounds);
+  const int64_t ctas = by_work < slots ? (by_work > 1 ? by_work : 1) : slots;
+  return (unsigned)ctas;
+}
+
+template <class T, int kBytes>
+cudaError_t launch_typed(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
+                         void* workspace, cudaStream_t stream) {
+  using Policy = PlainRacePolicy<kBytes>;
   const int32_t vocab = (int32_t)logits.vocab;
   const bool small_t = params.temperature.value < 1.0f;
-  auto launch = [&](auto kernel) {
-    kernel<<<grid, block, 0, stream>>>(logits.data, logits.row_stride, vocab, params, out);
-  };
+  const unsigned flat = flat_ctas<Policy>(logits, workspace, kBytes);
+  if (flat == 0) {
+    auto kernel = small_t ? plain_race_kernel<T, Policy, true, false> : plain_race_kernel<T, Policy, false, false>;
+    kernel<<<(unsigned)logits.rows, Policy::kThreads, 0, stream>>>(logits.data, logits.rows, logits.row_stride, vocab,
+                                                                    params, out, nullptr);
+    return cudaGetLastError();
+  }
+  PlainRaceAcc* acc = static_cast<PlainRaceAcc*>(workspace);
+  const int64_t words = (int64_t)(plain_race_workspace_size(logits.rows) / sizeof(uint32_t));
+  const int64_t clear_ctas = (words + 4095) / 4096;
+  plain_race_clear_kernel<<<(unsigned)(clear_ctas < 64 ? clear_ctas : 64), 256, 0, stream>>>(
+      reinterpret_cast<uint32_t*>(acc), words);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  auto kernel = small_t ? plain_race_kernel<T, Policy, true, true> : plain_race_kernel<T, Policy, false, true>;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(flat);
+  cfg.blockDim = dim3(Policy::kThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  if (device_is_sm90_or_later()) {  // elsewhere a plain launch after the clearing
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  e = cudaLaunchKernelEx(&cfg, kernel, logits.data, logits.rows, logits.row_stride, vocab, params, out, acc);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_plain_race(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
+                              void* workspace, cudaStream_t stream) {
   switch (logits.dtype) {
     case DType::kF32:
-      if (small_t) launch(plain_race_kernel<float, PlainRacePolicy<4>, true>);
-      else launch(plain_race_kernel<float, PlainRacePolicy<4>, false>);
-      break;
+      return launch_typed<float, 4>(logits, params, out, workspace, stream);
     case DType::kBF16:
-      if (small_t) launch(plain_race_kernel<__nv_bfloat16, PlainRacePolicy<2>, true>);
-      else launch(plain_race_kernel<__nv_bfloat16, PlainRacePolicy<2>, false>);
-      break;
+      return launch_typed<__nv_bfloat16, 2>(logits, params, out, workspace, stream);
     case DType::kF16:
-      if (small_t) launch(plain_race_kernel<__half, PlainRacePolicy<2>, true>);
-      else launch(plain_race_kernel<__half, PlainRacePolicy<2>, false>);
-      break;
+      return launch_typed<__half, 2>(logits, params, out, workspace, stream);
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace tokensift::cuda_detail

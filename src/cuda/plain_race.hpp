@@ -36,6 +36,16 @@
 #define TOKENSIFT_PLAIN_RACE_BLOCK_BAR 1
 #endif
 
+// 1: the flat split where the rows' layout allows (v77); 0: one CTA per row.
+#ifndef TOKENSIFT_PLAIN_RACE_FLAT
+#define TOKENSIFT_PLAIN_RACE_FLAT 1
+#endif
+// The flat split's least work a CTA, in rounds of its loads (a call with
+// less takes fewer CTAs).
+#ifndef TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROUNDS
+#define TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROUNDS 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 template <int kLogitBytes>
@@ -49,6 +59,10 @@ struct PlainRacePolicy {
   static constexpr float kSkipMargin = PivotPolicy::kRaceSkipMargin;
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
+  // The flat split (v77): rows cut into equal ranges of vectors, one a CTA,
+  // over the CTAs that run at once; each CTA gets at least this many rounds.
+  static constexpr bool kFlat = TOKENSIFT_PLAIN_RACE_FLAT != 0;
+  static constexpr int64_t kFlatMinRounds = TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROUNDS;
 };
 
 // True when every row of the call is a plain row (no min-p, top-k or top-p;
@@ -56,9 +70,15 @@ struct PlainRacePolicy {
 // asked for, and the batch is large enough for one CTA per row.
 bool plain_race_applies(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out);
 
-// One CTA per row; writes the token, the row status and the kept count.  No
-// workspace.
+// The flat split (rows cut into equal ranges of vectors over the CTAs that
+// run at once) where the workspace and the rows' layout allow, else one CTA
+// per row; writes the token, the row status and the kept count.  Workspace:
+// plain_race_workspace_size(rows) bytes from its start, 8-byte aligned, or
+// nullptr (then one CTA per row).
 cudaError_t launch_plain_race(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
-                              cudaStream_t stream);
+                              void* workspace, cudaStream_t stream);
+
+// The flat split's workspace: one accumulator per row.
+size_t plain_race_workspace_size(int64_t rows);
 
 }  // namespace tokensift::cuda_detail
