@@ -150,9 +150,12 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // All-greedy batches from GreedyPolicy::kMinRows rows: one argmax pass, no
   // chunks (exact, so the choice cannot change a row's result).
   if (greedy_argmax_applies(logits, params)) return launch_greedy_argmax(logits, out, stream);
-  // All-plain batches from PlainRacePolicy::kMinRows rows without log-probs:
-  // one race pass per row (exact, so the choice cannot change a row's result).
-  if (plain_race_applies(logits, params, out)) return launch_plain_race(logits, params, out, workspace, stream);
+  // All-plain batches without log-probs, from PlainRacePolicy::kFlatMinRows
+  // rows (the flat split, where the rows' layout allows it) or kMinRows (one
+  // CTA per row): one race pass over the batch (exact under any split, so the
+  // choice cannot change a row's result).
+  if (plain_race_applies(logits, params, out, workspace))
+    return launch_plain_race(logits, params, out, workspace, stream);
   const PivotLayout lay(logits.rows, logits.vocab);
   char* ws = static_cast<char*>(workspace);
   PivotArgs a;

@@ -91,6 +91,7 @@
 
 #include "cuda/block_row_stream.cuh"
 #include "cuda/cuda_utils.cuh"
+#include "cuda/flat_split.cuh"
 #include "cuda/pivot_launch.hpp"
 #include "cuda/plain_race.hpp"
 
@@ -139,11 +140,9 @@ __device__ __forceinline__ uint4 neg_inf_vector() {
   else return make_uint4(0xff80ff80u, 0xff80ff80u, 0xff80ff80u, 0xff80ff80u);
 }
 
-// The flat split's per-row accumulators in the workspace, cleared by
-// plain_race_clear_kernel (the race kernel is its programmatic dependent and
-// waits for it before its first atomic on them).  Every field combines by a
-// max or an integer sum, so the result does not depend on which CTA
-// published which segment or in what order.
+// The flat split's per-row accumulators in the workspace (flat_split.cuh).
+// Every field combines by a max or an integer sum, so the result does not
+// depend on which CTA published which segment or in what order.
 struct PlainRaceAcc {
   unsigned long long best;  // pack_order of the race leader (atomic max)
   uint32_t xmax_key;        // xmax_key of the raw max (atomic max)
@@ -204,29 +203,31 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   constexpr int kThreads = Policy::kThreads, kUnroll = Policy::kUnroll, kStep = kThreads * kUnroll;
   const float temperature = p.temperature.value;
   const bool unit = temperature == 1.0f;  // x / 1 == x exactly
-  // kFlat: this CTA's range [g, g_end) of the batch's body vectors (vector v
-  // of row r is r * row_nvec + v), balanced to within one vector.
-  int64_t g = 0, g_end = 0;
-  int32_t row_nvec = 0;
-  if constexpr (kFlat) {
-    row_nvec = (vocab - row_head(static_cast<const T*>(logits), vocab)) / kVec;
-    const int64_t total = rows * row_nvec, q = total / gridDim.x, rem = total % gridDim.x;
-    const int64_t b = blockIdx.x;
-    g = b * q + (b < rem ? b : rem);
-    g_end = g + q + (b < rem ? 1 : 0);
-  }
-  for (;;) {
-  int64_t row;
+  // kFlat: this CTA's range of the batch's body vectors (a row's units),
+  // every row with the same head.
+  const int32_t flat_head = kFlat ? row_head(static_cast<const T*>(logits), vocab) : 0;
+  const int32_t row_nvec = kFlat ? (vocab - flat_head) / kVec : 0;
+  FlatRange range(kFlat ? rows : 0, row_nvec);
+  // A segment's first round (each thread's kUnroll vectors of it).  The flat
+  // split loads the next segment's before it reduces the current one, so
+  // the reduction and the accumulators' atomics overlap that DRAM round trip.
+  uint4 first[kUnroll];
+  auto load_first = [&](int64_t r, int32_t a0, int32_t a1) {
+    const uint4* bd = reinterpret_cast<const uint4*>(static_cast<const T*>(logits) + r * row_stride + flat_head) + a0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int32_t v = u * kThreads + (int32_t)threadIdx.x;
+      first[u] = v < a1 - a0 ? __ldg(bd + v) : neg_inf_vector<T>();
+    }
+  };
+  int64_t row = blockIdx.x;
   int32_t v0 = 0, v1 = 0;  // kFlat: the segment, body vectors [v0, v1) of the row
+  bool more = true;
   if constexpr (kFlat) {
-    if (g >= g_end) break;
-    row = g / row_nvec;
-    v0 = (int32_t)(g - row * row_nvec);
-    v1 = (int32_t)(g_end - g < (int64_t)(row_nvec - v0) ? v0 + (g_end - g) : row_nvec);
-    g += v1 - v0;
-  } else {
-    row = blockIdx.x;
+    more = range.next(row, v0, v1);
+    if (more) load_first(row, v0, v1);
   }
+  while (more) {
   const T* x = static_cast<const T*>(logits) + row * row_stride;
   const uint64_t seed = p.seed.at(row), offset = p.offset.at(row);
   const contract::PhiloxRow philox = contract::philox_row(seed, offset);
@@ -335,16 +336,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     const uint4* body = reinterpret_cast<const uint4*>(x + head) + v0;
     const int32_t nvec = v1 - v0;
     const int32_t shead = head + v0 * kVec;
-    uint4 first[kUnroll];
     {
       // The first round's vectors, loaded now, give the first bar: each
       // thread's largest eligible z among its tokens of the round, scored
       // exactly; no separate sample of the row (one DRAM round trip fewer
       // before the stream), and the best of the first kStep * kVec tokens.
+      if constexpr (!kFlat) {
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int32_t v = u * kThreads + (int32_t)threadIdx.x;
-        first[u] = v < nvec ? __ldg(body + v) : neg_inf_vector<T>();
+        for (int u = 0; u < kUnroll; ++u) {
+          const int32_t v = u * kThreads + (int32_t)threadIdx.x;
+          first[u] = v < nvec ? __ldg(body + v) : neg_inf_vector<T>();
+        }
       }
       float zb = -kInf;
       int32_t ib = -1;
@@ -511,57 +513,41 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         visit(i, to_float(x[i]));
   }
 
+  // The flat split's next segment, its first round in flight from here.
+  int64_t next_row = 0;
+  int32_t next_v0 = 0, next_v1 = 0;
+  if constexpr (kFlat) {
+    more = range.next(next_row, next_v0, next_v1);
+    if (more) load_first(next_row, next_v0, next_v1);
+  }
   const PlainRaceState r = Reduce(temp).Reduce(mine, PlainRaceStateOp{});
   if (threadIdx.x == 0) {
     if (!kFlat || (v0 == 0 && v1 == row_nvec)) {
       write_plain_row(out, row, r, temperature);
     } else {
       // Wait for the clearing kernel (a no-op when launched plainly), add
-      // this segment, and let the segment that completes the row write it:
-      // the acq_rel ticket orders the other segments' atomics before its reads.
+      // this segment, and let the segment that completes the row write it.
       pdl_wait_primary();
       PlainRaceAcc* s = acc + row;
       atomicMax(&s->best, (unsigned long long)r.best);
       atomicMax(&s->xmax_key, xmax_key(r.xmax));
       atomicAdd(&s->eligible, (uint32_t)r.eligible);
-      const uint32_t n = (uint32_t)(v1 - v0);
-      if (ticket_arrive_n(&s->done, n) + n == (uint32_t)row_nvec) {
+      if (flat_completes_row(&s->done, (uint32_t)(v1 - v0), (uint32_t)row_nvec)) {
         const PlainRaceState all{load_cg(&s->best), key_xmax(load_cg(&s->xmax_key)), (int)load_cg(&s->eligible)};
         write_plain_row(out, row, all, temperature);
       }
     }
   }
   if constexpr (!kFlat) break;
+  row = next_row, v0 = next_v0, v1 = next_v1;
   }
-}
-
-bool plain_race_applies(const LogitsView& logits, const SamplingParams& p, const SampleOutputs& out) {
-  if (out.logprobs != nullptr) return false;  // the mass is not split-exact (see above)
-  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
-  if (logits.rows < PlainRacePolicy<4>::kMinRows || logits.rows > 0x7fffffffLL) return false;
-  if (contract::is_greedy_temperature(p.temperature.value)) return false;
-  const bool k_active = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
-  return !(p.min_p.value > 0.0f) && !k_active && !(p.top_p.value < 1.0f);
-}
-
-size_t plain_race_workspace_size(int64_t rows) { return sizeof(PlainRaceAcc) * (size_t)rows; }
-
-// Zeroes the flat split's accumulators.  It lets its dependent (the race
-// kernel) start at once: that kernel streams its logits meanwhile and waits
-// for this grid's end (griddepcontrol.wait) only before its first atomic.
-__global__ void plain_race_clear_kernel(uint32_t* words, int64_t n) {
-  pdl_launch_dependents();
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    words[i] = 0u;
 }
 
 namespace {
 
-// The flat split's CTAs for a call: the CTAs that run at once
-// (kMinBlocksPerSm an SM), fewer when the batch has fewer than
-// kFlatMinRounds rounds of vectors for each.  0: the call does not qualify
-// (no workspace; rows off their 16-byte alignment or their Philox groups,
-// which the one-row kernel takes token by token; rows of less than a round).
+// The flat split's CTAs for a call; 0 when it does not qualify (no
+// workspace; rows off their 16-byte alignment or their Philox groups, which
+// the one-row kernel takes token by token; rows of less than a round).
 template <class Policy>
 unsigned flat_ctas(const LogitsView& logits, const void* workspace, int elem_bytes) {
   if (workspace == nullptr || !Policy::kFlat) return 0;
@@ -572,15 +558,32 @@ unsigned flat_ctas(const LogitsView& logits, const void* workspace, int elem_byt
   if (head % 4 != 0 || head >= logits.vocab) return 0;
   const int64_t row_nvec = (logits.vocab - head) / (16 / elem_bytes);
   if (row_nvec < kStep) return 0;
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)
-    return 0;
-  const int64_t slots = (int64_t)sms * Policy::kMinBlocksPerSm;
-  const int64_t by_work = logits.rows * row_nvec / (kStep * Policy::kFlatMinRounds);
-  const int64_t ctas = by_work < slots ? (by_work > 1 ? by_work : 1) : slots;
-  return (unsigned)ctas;
+  return flat_split_ctas(logits.rows, row_nvec, kStep * Policy::kFlatMinRounds, Policy::kMinBlocksPerSm);
 }
+
+// flat_ctas for the call's dtype.
+unsigned flat_ctas_for(const LogitsView& logits, const void* workspace) {
+  return logits.dtype == DType::kF32 ? flat_ctas<PlainRacePolicy<4>>(logits, workspace, 4)
+                                     : flat_ctas<PlainRacePolicy<2>>(logits, workspace, 2);
+}
+
+}  // namespace
+
+bool plain_race_applies(const LogitsView& logits, const SamplingParams& p, const SampleOutputs& out,
+                        const void* workspace) {
+  using Policy = PlainRacePolicy<4>;  // the row thresholds are the same for every width
+  if (out.logprobs != nullptr) return false;  // the mass is not split-exact (see above)
+  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
+  if (logits.rows > 0x7fffffffLL || contract::is_greedy_temperature(p.temperature.value)) return false;
+  const bool k_active = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
+  if (p.min_p.value > 0.0f || k_active || p.top_p.value < 1.0f) return false;
+  if (logits.rows >= Policy::kMinRows) return true;
+  return logits.rows >= Policy::kFlatMinRows && flat_ctas_for(logits, workspace) > 0;
+}
+
+size_t plain_race_workspace_size(int64_t rows) { return sizeof(PlainRaceAcc) * (size_t)rows; }
+
+namespace {
 
 template <class T, int kBytes>
 cudaError_t launch_typed(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
@@ -588,7 +591,9 @@ cudaError_t launch_typed(const LogitsView& logits, const SamplingParams& params,
   using Policy = PlainRacePolicy<kBytes>;
   const int32_t vocab = (int32_t)logits.vocab;
   const bool small_t = params.temperature.value < 1.0f;
-  const unsigned flat = flat_ctas<Policy>(logits, workspace, kBytes);
+  // The flat split below kFlatMaxRows rows, one CTA per row from there
+  // (docs/perf-notes.md v77).
+  const unsigned flat = logits.rows < Policy::kFlatMaxRows ? flat_ctas<Policy>(logits, workspace, kBytes) : 0u;
   if (flat == 0) {
     auto kernel = small_t ? plain_race_kernel<T, Policy, true, false> : plain_race_kernel<T, Policy, false, false>;
     kernel<<<(unsigned)logits.rows, Policy::kThreads, 0, stream>>>(logits.data, logits.rows, logits.row_stride, vocab,
@@ -596,26 +601,11 @@ cudaError_t launch_typed(const LogitsView& logits, const SamplingParams& params,
     return cudaGetLastError();
   }
   PlainRaceAcc* acc = static_cast<PlainRaceAcc*>(workspace);
-  const int64_t words = (int64_t)(plain_race_workspace_size(logits.rows) / sizeof(uint32_t));
-  const int64_t clear_ctas = (words + 4095) / 4096;
-  plain_race_clear_kernel<<<(unsigned)(clear_ctas < 64 ? clear_ctas : 64), 256, 0, stream>>>(
-      reinterpret_cast<uint32_t*>(acc), words);
-  cudaError_t e = cudaGetLastError();
+  const cudaError_t e = launch_flat_clear(acc, plain_race_workspace_size(logits.rows), stream);
   if (e != cudaSuccess) return e;
   auto kernel = small_t ? plain_race_kernel<T, Policy, true, true> : plain_race_kernel<T, Policy, false, true>;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(flat);
-  cfg.blockDim = dim3(Policy::kThreads);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (device_is_sm90_or_later()) {  // elsewhere a plain launch after the clearing
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  e = cudaLaunchKernelEx(&cfg, kernel, logits.data, logits.rows, logits.row_stride, vocab, params, out, acc);
-  return e != cudaSuccess ? e : cudaGetLastError();
+  return launch_flat_dependent(kernel, flat, Policy::kThreads, stream, device_is_sm90_or_later(), logits.data,
+                               logits.rows, logits.row_stride, vocab, params, out, acc);
 }
 
 }  // namespace

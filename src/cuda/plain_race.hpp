@@ -40,6 +40,15 @@
 #ifndef TOKENSIFT_PLAIN_RACE_FLAT
 #define TOKENSIFT_PLAIN_RACE_FLAT 1
 #endif
+// The flat split's rows: from FLAT_MIN_ROWS to below FLAT_MAX_ROWS (v77's
+// probe: at 256 rows and more one CTA per row is faster, each CTA's second
+// row segment costing more than the 8 idle SMs; below 32 the chunked kernel).
+#ifndef TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROWS
+#define TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROWS 32
+#endif
+#ifndef TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS
+#define TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS 256
+#endif
 // The flat split's least work a CTA, in rounds of its loads (a call with
 // less takes fewer CTAs).
 #ifndef TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROUNDS
@@ -60,15 +69,21 @@ struct PlainRacePolicy {
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
   // The flat split (v77): rows cut into equal ranges of vectors, one a CTA,
-  // over the CTAs that run at once; each CTA gets at least this many rounds.
+  // over the CTAs that run at once; each CTA gets at least kFlatMinRounds
+  // rounds.  Calls of kFlatMinRows up to kFlatMaxRows rows take it where the
+  // rows' layout allows (below kMinRows, where one CTA per row would leave
+  // SMs idle, such calls keep the chunked kernel when it does not).
   static constexpr bool kFlat = TOKENSIFT_PLAIN_RACE_FLAT != 0;
   static constexpr int64_t kFlatMinRounds = TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROUNDS;
+  static constexpr int64_t kFlatMinRows = TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROWS;
+  static constexpr int64_t kFlatMaxRows = TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS;
 };
 
 // True when every row of the call is a plain row (no min-p, top-k or top-p;
 // temperature above the greedy floor) by scalar parameters, no log-prob is
 // asked for, and the batch is large enough for one CTA per row.
-bool plain_race_applies(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out);
+bool plain_race_applies(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
+                        const void* workspace);
 
 // The flat split (rows cut into equal ranges of vectors over the CTAs that
 // run at once) where the workspace and the rows' layout allow, else one CTA

@@ -390,13 +390,13 @@ TEST(GpuSampler, GraphCaptureAndReplayPlain) {
 }
 
 // The plain race's flat split (unpadded rows: two launches, the clearing
-// kernel and the race as its programmatic dependent), fp32 and bf16, at 256
-// rows (each row in two CTAs) and 64.
+// kernel and the race as its programmatic dependent), fp32 and bf16, at 128
+// rows (each row in two or three CTAs) and 64.
 TEST(GpuSampler, GraphCaptureAndReplayPlainFlat) {
   TS_REQUIRE_GPU();
   const ScalarFilter f{1.0f, 0, 1.0f, 0.0f};
   for (DType dt : {DType::kF32, DType::kBF16})
-    for (int64_t rows : {256, 64}) {
+    for (int64_t rows : {128, 64}) {
       BatchOptions o;
       o.max_pad = 0;
       HostBatch b = make_batch(rows, 129280, dt, 2040 + (uint64_t)rows + (uint64_t)dt, o);
@@ -1336,12 +1336,14 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   expect_path_clean("plain_race", t, alone);
 }
 
-// The plain race's flat split (v77): rows whose layout allows it (16-byte
-// aligned, on their Philox groups, at least a round of vectors) are cut into
-// equal ranges of vectors over the CTAs that run at once, so a row's segments
-// sit in two or more CTAs (128 rows of 129,280 over 264 CTAs), a CTA holds
-// several whole rows and two partial ones (1,000 rows of 32,771), or the
-// cuts fall near a row's tail (V = 6,150: not a multiple of 4; 300 rows).
+// The plain race's flat split (v77): calls of 32 to 255 rows whose layout
+// allows it (16-byte aligned, on their Philox groups, at least a round of
+// vectors) are cut into equal ranges of vectors over the CTAs that run at
+// once, so a row's segments sit in two or more CTAs (128 rows of 129,280 and
+// 32 of 262,208 over 264 CTAs), a CTA holds several whole rows and two
+// partial ones (200 rows of 32,771), or the cuts fall near a row's tail
+// (V = 6,150: not a multiple of 4; 100 rows; 16-bit rows of 6,150 are less
+// than a round, so the chunked kernel takes them).
 // Rows of every kind of the mixed distribution, every dtype, three
 // temperatures: each batch must be taken by the flat split (its
 // accumulators written, nothing past them; rows padded to a multiple of 8
@@ -1352,7 +1354,7 @@ TEST(GpuSampler, PlainRaceFlatSplitMatchesCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["plain_race_flat"];
   int reported = 0, batches = 0, flat_batches = 0;
-  const BatchShape shapes[] = {{128, 129280}, {1000, 32771}, {300, 6150}, {257, 151936}};
+  const BatchShape shapes[] = {{128, 129280}, {200, 32771}, {100, 6150}, {64, 151936}, {32, 262208}};
   const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {1.3f, 0x7fffffff, 1.0f, 0.0f}};
   uint64_t seed = 7700;
   AloneTally alone;
@@ -1372,7 +1374,7 @@ TEST(GpuSampler, PlainRaceFlatSplitMatchesCpuAndRowsAlone) {
         }
         f.set_rows(b);
         bool flat = false;
-        check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, /*no_workspace=*/true,
+        check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, /*no_workspace=*/expect_flat,
                                    /*alone_stride=*/97, &flat);
         ++batches;
         flat_batches += flat;
