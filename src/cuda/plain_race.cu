@@ -1,21 +1,23 @@
-// Plain rows: the batch's logits streamed once by the CTAs that run at once,
-// each racing its share with the contract's exponential race.  No chunks, no
-// candidates, no merge.
+// Plain rows from 32 rows on: each row streamed once and raced with the
+// contract's exponential race, by one CTA per row from 128 rows and by the
+// flat split below.  No chunks, no candidates, no merge.
 //
-// The flat split (v77): every row's body vectors, laid end to end over the
-// batch, are cut into gridDim.x equal ranges, one a CTA (2 an SM).  A CTA
-// races each row segment of its range in turn; a row it holds whole it
-// writes, a partial row it adds to the row's accumulators in the workspace
-// (atomic max of the leader and of the raw max, atomic add of the count), and
-// the segment that completes the row's vectors, by an acq_rel ticket, writes
-// it.  Why: one CTA per row leaves SMs idle wherever the batch is not a
-// multiple of the resident CTAs (at B = 256, 8 of 264 slots; at B = 64, 200)
-// and the chunked kernel, which took the plain rows of smaller batches, pays
-// a merge per row.  A clearing kernel zeroes the accumulators first; the race
-// kernel is its programmatic dependent, so it streams meanwhile and waits
-// only before its first atomic.  Rows off their 16-byte alignment or their
-// Philox groups (padded strides), rows of less than a round and calls
-// without a workspace keep one CTA per row.
+// The flat split (v77), for calls of 32 to 127 rows: every row's body
+// vectors, laid end to end over the batch, are cut into gridDim.x equal
+// ranges, one a CTA (2 an SM; flat_split.cuh).  A CTA races each row
+// segment of its range in turn; a row it holds whole it writes, a partial
+// row it adds to the row's accumulators in the workspace (atomic max of the
+// leader and of the raw max, atomic add of the count), and the segment that
+// completes the row's vectors, by an acq_rel ticket, writes it.  Each
+// segment's first round is loaded before the previous segment is reduced.
+// Why: at 64 rows one CTA per row leaves 200 of 264 CTA slots idle, and the
+// chunked kernel, which took these calls, pays a merge per row: the flat
+// split takes 21-66 % off it at 32-96 rows.  From 128 rows one CTA per row
+// is faster (a segment costs ~10 us of fixed work: its first round's DRAM
+// trip and first bar, the block reduction, the accumulators' atomic round
+// trips), so larger calls keep it.  Rows off their 16-byte alignment or
+// their Philox groups (padded strides), rows of less than a round and calls
+// without a workspace keep the chunked kernel below 128 rows.
 //
 // A plain row (no min-p, top-k or top-p) keeps every eligible token, so its
 // result is the race winner over the whole row (the largest z - ln E, E =

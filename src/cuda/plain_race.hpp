@@ -40,14 +40,18 @@
 #ifndef TOKENSIFT_PLAIN_RACE_FLAT
 #define TOKENSIFT_PLAIN_RACE_FLAT 1
 #endif
-// The flat split's rows: from FLAT_MIN_ROWS to below FLAT_MAX_ROWS (v77's
-// probe: at 256 rows and more one CTA per row is faster, each CTA's second
-// row segment costing more than the 8 idle SMs; below 32 the chunked kernel).
+// The flat split's rows: from FLAT_MIN_ROWS to below FLAT_MAX_ROWS.  The
+// benchmark's plain rows, same run (docs/perf-notes.md v77b): at 32-96 rows
+// the flat split takes 21-66 % off the chunked kernel; at 128 rows one CTA
+// per row (each alone on an SM) is 7-35 % faster than it, at 192 within 3 %
+// (V >= 262,208: the flat split 9-12 % faster), at 256 and more faster
+// (v77: +6..+13 %, each CTA's second row segment costing more than the 8
+// SMs it would fill).
 #ifndef TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROWS
 #define TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROWS 32
 #endif
 #ifndef TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS
-#define TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS 256
+#define TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS 128
 #endif
 // The flat split's least work a CTA, in rounds of its loads (a call with
 // less takes fewer CTAs).

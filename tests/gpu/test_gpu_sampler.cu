@@ -390,13 +390,13 @@ TEST(GpuSampler, GraphCaptureAndReplayPlain) {
 }
 
 // The plain race's flat split (unpadded rows: two launches, the clearing
-// kernel and the race as its programmatic dependent), fp32 and bf16, at 128
+// kernel and the race as its programmatic dependent), fp32 and bf16, at 100
 // rows (each row in two or three CTAs) and 64.
 TEST(GpuSampler, GraphCaptureAndReplayPlainFlat) {
   TS_REQUIRE_GPU();
   const ScalarFilter f{1.0f, 0, 1.0f, 0.0f};
   for (DType dt : {DType::kF32, DType::kBF16})
-    for (int64_t rows : {128, 64}) {
+    for (int64_t rows : {100, 64}) {
       BatchOptions o;
       o.max_pad = 0;
       HostBatch b = make_batch(rows, 129280, dt, 2040 + (uint64_t)rows + (uint64_t)dt, o);
@@ -1336,13 +1336,13 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   expect_path_clean("plain_race", t, alone);
 }
 
-// The plain race's flat split (v77): calls of 32 to 255 rows whose layout
+// The plain race's flat split (v77): calls of 32 to 127 rows whose layout
 // allows it (16-byte aligned, on their Philox groups, at least a round of
 // vectors) are cut into equal ranges of vectors over the CTAs that run at
-// once, so a row's segments sit in two or more CTAs (128 rows of 129,280 and
-// 32 of 262,208 over 264 CTAs), a CTA holds several whole rows and two
-// partial ones (200 rows of 32,771), or the cuts fall near a row's tail
-// (V = 6,150: not a multiple of 4; 100 rows; 16-bit rows of 6,150 are less
+// once, so a row's segments sit in two or more CTAs (100 rows of 129,280,
+// 120 of 32,771, 32 of 262,208 over 264 CTAs), or a CTA holds the end of one
+// row and the start of the next, with cuts near a row's tail (V = 6,150:
+// not a multiple of 4, 100 CTAs of one round; 16-bit rows of 6,150 are less
 // than a round, so the chunked kernel takes them).
 // Rows of every kind of the mixed distribution, every dtype, three
 // temperatures: each batch must be taken by the flat split (its
@@ -1354,7 +1354,7 @@ TEST(GpuSampler, PlainRaceFlatSplitMatchesCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["plain_race_flat"];
   int reported = 0, batches = 0, flat_batches = 0;
-  const BatchShape shapes[] = {{128, 129280}, {200, 32771}, {100, 6150}, {64, 151936}, {32, 262208}};
+  const BatchShape shapes[] = {{100, 129280}, {120, 32771}, {100, 6150}, {64, 151936}, {32, 262208}};
   const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {1.3f, 0x7fffffff, 1.0f, 0.0f}};
   uint64_t seed = 7700;
   AloneTally alone;
