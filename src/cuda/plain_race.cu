@@ -8,9 +8,7 @@
 // segment of its range in turn; a row it holds whole it writes, a partial
 // row it adds to the row's accumulators in the workspace (atomic max of the
 // leader and of the raw max, atomic add of the count), and the segment that
-// completes the row's vectors, by an acq_rel ticket, writes it.  Each
-// segment's first round is loaded before the previous segment is reduced.
-// Why: at 64 rows one CTA per row leaves 200 of 264 CTA slots idle, and the
+// completes the row's vectors, by an acq_rel ticket, writes it.  Why: at 64 rows one CTA per row leaves 200 of 264 CTA slots idle, and the
 // chunked kernel, which took these calls, pays a merge per row: the flat
 // split takes 21-66 % off it at 32-96 rows.  From 128 rows one CTA per row
 // is faster (a segment costs ~10 us of fixed work: its first round's DRAM
@@ -205,31 +203,19 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
   constexpr int kThreads = Policy::kThreads, kUnroll = Policy::kUnroll, kStep = kThreads * kUnroll;
   const float temperature = p.temperature.value;
   const bool unit = temperature == 1.0f;  // x / 1 == x exactly
-  // kFlat: this CTA's range of the batch's body vectors (a row's units),
-  // every row with the same head.
-  const int32_t flat_head = kFlat ? row_head(static_cast<const T*>(logits), vocab) : 0;
-  const int32_t row_nvec = kFlat ? (vocab - flat_head) / kVec : 0;
+  // kFlat: this CTA's range of the batch's body vectors (a row's units).
+  // (Loading a segment's first round before the previous segment's
+  // reduction, v77b, was 3-9 % slower: the round spilled around it.)
+  const int32_t row_nvec = kFlat ? (vocab - row_head(static_cast<const T*>(logits), vocab)) / kVec : 0;
   FlatRange range(kFlat ? rows : 0, row_nvec);
-  // A segment's first round (each thread's kUnroll vectors of it).  The flat
-  // split loads the next segment's before it reduces the current one, so
-  // the reduction and the accumulators' atomics overlap that DRAM round trip.
-  uint4 first[kUnroll];
-  auto load_first = [&](int64_t r, int32_t a0, int32_t a1) {
-    const uint4* bd = reinterpret_cast<const uint4*>(static_cast<const T*>(logits) + r * row_stride + flat_head) + a0;
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int32_t v = u * kThreads + (int32_t)threadIdx.x;
-      first[u] = v < a1 - a0 ? __ldg(bd + v) : neg_inf_vector<T>();
-    }
-  };
-  int64_t row = blockIdx.x;
+  for (;;) {
+  int64_t row;
   int32_t v0 = 0, v1 = 0;  // kFlat: the segment, body vectors [v0, v1) of the row
-  bool more = true;
   if constexpr (kFlat) {
-    more = range.next(row, v0, v1);
-    if (more) load_first(row, v0, v1);
+    if (!range.next(row, v0, v1)) break;
+  } else {
+    row = blockIdx.x;
   }
-  while (more) {
   const T* x = static_cast<const T*>(logits) + row * row_stride;
   const uint64_t seed = p.seed.at(row), offset = p.offset.at(row);
   const contract::PhiloxRow philox = contract::philox_row(seed, offset);
@@ -338,17 +324,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     const uint4* body = reinterpret_cast<const uint4*>(x + head) + v0;
     const int32_t nvec = v1 - v0;
     const int32_t shead = head + v0 * kVec;
+    uint4 first[kUnroll];
     {
       // The first round's vectors, loaded now, give the first bar: each
       // thread's largest eligible z among its tokens of the round, scored
       // exactly; no separate sample of the row (one DRAM round trip fewer
       // before the stream), and the best of the first kStep * kVec tokens.
-      if constexpr (!kFlat) {
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int32_t v = u * kThreads + (int32_t)threadIdx.x;
-          first[u] = v < nvec ? __ldg(body + v) : neg_inf_vector<T>();
-        }
+      for (int u = 0; u < kUnroll; ++u) {
+        const int32_t v = u * kThreads + (int32_t)threadIdx.x;
+        first[u] = v < nvec ? __ldg(body + v) : neg_inf_vector<T>();
       }
       float zb = -kInf;
       int32_t ib = -1;
@@ -515,13 +500,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
         visit(i, to_float(x[i]));
   }
 
-  // The flat split's next segment, its first round in flight from here.
-  int64_t next_row = 0;
-  int32_t next_v0 = 0, next_v1 = 0;
-  if constexpr (kFlat) {
-    more = range.next(next_row, next_v0, next_v1);
-    if (more) load_first(next_row, next_v0, next_v1);
-  }
   const PlainRaceState r = Reduce(temp).Reduce(mine, PlainRaceStateOp{});
   if (threadIdx.x == 0) {
     if (!kFlat || (v0 == 0 && v1 == row_nvec)) {
@@ -541,7 +519,6 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kMinBlocksPerSm)
     }
   }
   if constexpr (!kFlat) break;
-  row = next_row, v0 = next_v0, v1 = next_v1;
   }
 }
 
