@@ -18,8 +18,13 @@
 // the reducing kernel is launched as its programmatic dependent (sm_90), so
 // it streams its logits meanwhile and waits for the clearing
 // (griddepcontrol.wait, pdl_wait_primary) only before its first atomic.
-// Failure modes: none of its own; a kernel that did not run to its end
-// leaves accumulators the next call clears anyway.
+// What it costs: each segment is a reduction's fixed work (for the plain
+// race ~6-10 us on a loaded H200: its first loads' DRAM trip, its first bar,
+// the block reduction, the atomics' trips to L2), so the split pays where one
+// CTA per row leaves most SMs idle (B = 32-96: -21..-66 % against the chunked
+// kernel) and loses where it only fills a few (B = 256: +13 %; perf-notes
+// v77).  Failure modes: none of its own; a kernel that did not run to its
+// end leaves accumulators the next call clears anyway.
 #pragma once
 
 #include <cuda_runtime.h>
