@@ -8,6 +8,8 @@
 // of 4 rows against the contract's race computed on the host.
 //   plain_probe [dtypes fp32,bf16] [vocabs] [batches] [rows anchors,flat,dominant]
 // PROBE_T=<temperature> (default 1): below 1 the kernel's T < 1 instantiation.
+// PROBE_GRAPH=1: each call captured in a CUDA graph and replayed (the
+// table's us_graph).  Inputs rotate over copies of >= 200 MB in all.
 // Build (the knobs as -D flags):
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
 //        dev/plain_probe.cu src/cuda/plain_race.cu -o plain_probe
@@ -107,6 +109,14 @@ int main(int argc, char** argv) {
   std::vector<uint64_t> hoff(kMaxB);
   for (int i = 0; i < kMaxB; ++i) hoff[i] = 1000003ull * i;
   cudaMemcpy(offsets, hoff.data(), 8 * kMaxB, cudaMemcpyHostToDevice);
+  const bool graph = getenv("PROBE_GRAPH") && atoi(getenv("PROBE_GRAPH")) != 0;
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  void* workspace = nullptr;
+#ifdef TOKENSIFT_PLAIN_RACE_FLAT
+  cudaMalloc(&workspace, plain_race_workspace_size(kMaxB));
+#endif
+  (void)workspace;
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
@@ -120,7 +130,9 @@ int main(int argc, char** argv) {
         for (const auto& dt : dtypes) {
           const bool bf = dt == "bf16";
           const size_t bytes = h.size() * (bf ? 2 : 4);
-          void* d[2];
+          // Copies enough to rotate past L2 (>= 200 MB in all, at least two).
+          const int ncopy = (int)std::max<size_t>(2, (200u << 20) / bytes + 1);
+          std::vector<void*> d(ncopy);
           std::vector<float> hq = h;  // the values the kernel sees (bf16-rounded)
           std::vector<__nv_bfloat16> hb;
           if (bf) {
@@ -147,17 +159,43 @@ int main(int argc, char** argv) {
           lv.vocab = V;
           lv.row_stride = V;
           lv.dtype = bf ? DType::kBF16 : DType::kF32;
+          auto call = [&](cudaStream_t st) {
+#ifdef TOKENSIFT_PLAIN_RACE_FLAT
+            launch_plain_race(lv, p, out, workspace, st);
+#else
+            launch_plain_race(lv, p, out, st);
+#endif
+          };
+          // PROBE_GRAPH=1: each copy's call captured in a graph, replays timed
+          // one by one (the table's us_graph); else eager launches.
+          std::vector<cudaGraphExec_t> execs;
+          if (graph) {
+            for (int c = 0; c < ncopy; ++c) {
+              lv.data = d[c];
+              cudaGraph_t gr;
+              cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+              call(stream);
+              cudaStreamEndCapture(stream, &gr);
+              cudaGraphExec_t ex;
+              cudaGraphInstantiate(&ex, gr, 0);
+              cudaGraphDestroy(gr);
+              execs.push_back(ex);
+            }
+          }
           std::vector<float> t;
-          for (int rep = 0; rep < 16; ++rep) {
-            lv.data = d[rep & 1];
-            cudaEventRecord(e0);
-            launch_plain_race(lv, p, out, 0);
-            cudaEventRecord(e1);
+          const int reps = std::max(16, 2 * ncopy + 1);
+          for (int rep = 0; rep < reps; ++rep) {
+            lv.data = d[rep % ncopy];
+            cudaEventRecord(e0, stream);
+            if (graph) cudaGraphLaunch(execs[rep % ncopy], stream);
+            else call(stream);
+            cudaEventRecord(e1, stream);
             cudaEventSynchronize(e1);
             float ms;
             cudaEventElapsedTime(&ms, e0, e1);
             if (rep > 0) t.push_back(ms * 1000.0f);
           }
+          for (auto& ex : execs) cudaGraphExecDestroy(ex);
           std::sort(t.begin(), t.end());
           std::vector<int32_t> ht(B), hs(B), hk(B);
           cudaMemcpy(ht.data(), tokens, 4 * B, cudaMemcpyDeviceToHost);
@@ -174,8 +212,8 @@ int main(int argc, char** argv) {
           }
           failures += bad;
           const double floor_us = (double)bytes / 4245e3;  // the table's copy bandwidth, read + write
-          printf("T=%.2f %-4s V=%-6lld B=%-4d %-8s %8.1f us (min %.1f) %5.2fx floor  sum %016llx  host check %s\n",
-                 temperature, dt.c_str(), (long long)V, B, kind.c_str(), t[t.size() / 2], t[0], t[t.size() / 2] / floor_us,
+          printf("%s T=%.2f %-4s V=%-6lld B=%-4d %-8s %8.1f us (min %.1f) %5.2fx floor  sum %016llx  host check %s\n",
+                 graph ? "graph" : "eager", temperature, dt.c_str(), (long long)V, B, kind.c_str(), t[t.size() / 2], t[0], t[t.size() / 2] / floor_us,
                  (unsigned long long)sum, bad ? "FAIL" : "ok");
           fflush(stdout);
           for (auto& q : d) cudaFree(q);

@@ -121,9 +121,14 @@ fi
 
 if has test; then
   log gpu tests
+  # The whole log, line-buffered (stdbuf where the machine has it), so that
+  # a run cut by TEST_TIMEOUT keeps the tests that finished; its tail here.
+  linebuf=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL")
+  # shellcheck disable=SC2086  # linebuf is a command prefix or nothing
   TOKENSIFT_GPU_REPORT="$OUT/gpu-report.json" TOKENSIFT_GPU_ROW_SCALE=${ROW_SCALE:-1} \
-    timeout ${TEST_TIMEOUT:-420} $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 2>&1 | tail -60 | tee "$OUT/gpu-tests.log"
-  rc=${PIPESTATUS[0]}
+    timeout ${TEST_TIMEOUT:-420} $linebuf $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 >"$OUT/gpu-tests.log" 2>&1
+  rc=$?
+  tail -60 "$OUT/gpu-tests.log"
   cat "$OUT/gpu-report.json" 2>/dev/null
   # A kernel that hangs would hang every later step too: stop (device time is scarce).
   if [ "$rc" = 124 ]; then echo "gpu tests timed out (TEST_TIMEOUT ${TEST_TIMEOUT:-420} s): later steps skipped"; exit 1; fi

@@ -62,7 +62,12 @@ struct PivotLayout {
   }
 };
 
-size_t pivot_workspace_size(int64_t rows, int64_t vocab) { return PivotLayout(rows, vocab).total; }
+// The plain race's flat split uses the workspace's first bytes (its
+// accumulators); the pivot layout is always larger, the max says so.
+size_t pivot_workspace_size(int64_t rows, int64_t vocab) {
+  const size_t pivot = PivotLayout(rows, vocab).total, plain = plain_race_workspace_size(rows);
+  return pivot > plain ? pivot : plain;
+}
 
 // Zeroes a call's counters, makes the zeros visible, then lets its dependent
 // (the call's first kernel) start.  That kernel waits for this one only where
@@ -145,9 +150,12 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // All-greedy batches from GreedyPolicy::kMinRows rows: one argmax pass, no
   // chunks (exact, so the choice cannot change a row's result).
   if (greedy_argmax_applies(logits, params)) return launch_greedy_argmax(logits, out, stream);
-  // All-plain batches from PlainRacePolicy::kMinRows rows without log-probs:
-  // one race pass per row (exact, so the choice cannot change a row's result).
-  if (plain_race_applies(logits, params, out)) return launch_plain_race(logits, params, out, stream);
+  // All-plain batches without log-probs, from PlainRacePolicy::kFlatMinRows
+  // rows (the flat split, where the rows' layout allows it) or kMinRows (one
+  // CTA per row): one race pass over the batch (exact under any split, so the
+  // choice cannot change a row's result).
+  if (plain_race_applies(logits, params, out, workspace))
+    return launch_plain_race(logits, params, out, workspace, stream);
   const PivotLayout lay(logits.rows, logits.vocab);
   char* ws = static_cast<char*>(workspace);
   PivotArgs a;

@@ -36,6 +36,29 @@
 #define TOKENSIFT_PLAIN_RACE_BLOCK_BAR 1
 #endif
 
+// 1: the flat split where the rows' layout allows (v77); 0: one CTA per row.
+#ifndef TOKENSIFT_PLAIN_RACE_FLAT
+#define TOKENSIFT_PLAIN_RACE_FLAT 1
+#endif
+// The flat split's rows: from FLAT_MIN_ROWS to below FLAT_MAX_ROWS.  The
+// benchmark's plain rows, same run (docs/perf-notes.md v77b): at 32-96 rows
+// the flat split takes 21-66 % off the chunked kernel; at 128 rows one CTA
+// per row (each alone on an SM) is 7-35 % faster than it, at 192 within 3 %
+// (V >= 262,208: the flat split 9-12 % faster), at 256 and more faster
+// (v77: +6..+13 %, each CTA's second row segment costing more than the 8
+// idle CTA slots it would fill).
+#ifndef TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROWS
+#define TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROWS 32
+#endif
+#ifndef TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS
+#define TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS 128
+#endif
+// The flat split's least work a CTA, in rounds of its loads (a call with
+// less takes fewer CTAs).
+#ifndef TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROUNDS
+#define TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROUNDS 1
+#endif
+
 namespace tokensift::cuda_detail {
 
 template <int kLogitBytes>
@@ -49,16 +72,34 @@ struct PlainRacePolicy {
   static constexpr float kSkipMargin = PivotPolicy::kRaceSkipMargin;
   static constexpr float kSkipMaxAbsZ = PivotPolicy::kRaceSkipMaxAbsZ;
   static constexpr bool kBlockBar = TOKENSIFT_PLAIN_RACE_BLOCK_BAR != 0;
+  // The flat split (v77): rows cut into equal ranges of vectors, one a CTA,
+  // over the CTAs that run at once; each CTA gets at least kFlatMinRounds
+  // rounds.  Calls of kFlatMinRows to kFlatMaxRows - 1 rows take it where
+  // the rows' layout allows; where it does not, calls below kMinRows keep
+  // the chunked kernel (one CTA per row would leave most SMs idle).
+  static constexpr bool kFlat = TOKENSIFT_PLAIN_RACE_FLAT != 0;
+  static constexpr int64_t kFlatMinRounds = TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROUNDS;
+  static constexpr int64_t kFlatMinRows = TOKENSIFT_PLAIN_RACE_FLAT_MIN_ROWS;
+  static constexpr int64_t kFlatMaxRows = TOKENSIFT_PLAIN_RACE_FLAT_MAX_ROWS;
 };
 
 // True when every row of the call is a plain row (no min-p, top-k or top-p;
 // temperature above the greedy floor) by scalar parameters, no log-prob is
-// asked for, and the batch is large enough for one CTA per row.
-bool plain_race_applies(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out);
+// asked for, and the call has kMinRows rows (one CTA per row) or, where the
+// flat split can take it (rows' layout, workspace), kFlatMinRows.
+bool plain_race_applies(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
+                        const void* workspace);
 
-// One CTA per row; writes the token, the row status and the kept count.  No
-// workspace.
+// The flat split (rows cut into equal ranges of vectors over the CTAs that
+// run at once) for calls below kFlatMaxRows rows where the workspace and the
+// rows' layout allow, else one CTA per row; writes the token, the row status
+// and the kept count.  Workspace:
+// plain_race_workspace_size(rows) bytes from its start, 8-byte aligned, or
+// nullptr (then one CTA per row).
 cudaError_t launch_plain_race(const LogitsView& logits, const SamplingParams& params, const SampleOutputs& out,
-                              cudaStream_t stream);
+                              void* workspace, cudaStream_t stream);
+
+// The flat split's workspace: one accumulator per row.
+size_t plain_race_workspace_size(int64_t rows);
 
 }  // namespace tokensift::cuda_detail

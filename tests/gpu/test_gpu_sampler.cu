@@ -389,6 +389,25 @@ TEST(GpuSampler, GraphCaptureAndReplayPlain) {
   check_scalar_graph_replay(2026, ScalarFilter{0.9f, 0, 1.0f, 0.0f}, false);
 }
 
+// The plain race's flat split (unpadded rows: two launches, the clearing
+// kernel and the race as its programmatic dependent), fp32 and bf16, at 100
+// rows (each row in two or three CTAs) and 64.
+TEST(GpuSampler, GraphCaptureAndReplayPlainFlat) {
+  TS_REQUIRE_GPU();
+  const ScalarFilter f{1.0f, 0, 1.0f, 0.0f};
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (int64_t rows : {100, 64}) {
+      BatchOptions o;
+      o.max_pad = 0;
+      HostBatch b = make_batch(rows, 129280, dt, 2040 + (uint64_t)rows + (uint64_t)dt, o);
+      f.set_rows(b);
+      for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
+      bool ok = false;
+      check_graph_replay(b, &f, 3, true, ok, /*logprobs=*/false);
+      if (!ok) flags()["graph_capture"] = "fail";
+    }
+}
+
 // The split launch streaming behind the kernel that defers min-p rows:
 // Gaussian rows with scalar min-p 0.001 and top-p 0.9, so that each row's
 // min-p survivors (z within 6.9 of the row's max: ~9,000 of 32,768 and
@@ -815,12 +834,17 @@ void check_row_alone(GpuSampler& g, const HostBatch& b, int64_t r, const Results
 // 1, 17 and the last, each sampled alone (one row: the chunked kernel), must
 // give the batch's token, status and kept count, and with `logprobs` the same
 // log-prob bits.  With `no_workspace` the batch call must leave the
-// workspace as it found it: the plain race uses none, the chunked kernel
-// always clears its tickets, so this proves which kernel took the batch.
-// With `alone_stride` every alone_stride-th row (0, s, 2s, ...) is sampled
-// alone too.
+// workspace as it found it past the plain race's accumulators (its flat
+// split's kPlainRaceAccBytes a row from the start; the one-row kernel uses
+// none), where the chunked kernel writes its summaries and candidates, so
+// this proves which kernel took the batch; *flat (when given) says whether
+// the accumulators were written (the flat split took it).  With
+// `alone_stride` every alone_stride-th row (0, s, 2s, ...) is sampled alone
+// too.
+constexpr size_t kPlainRaceAccBytes = 24;  // sizeof(cuda_detail::PlainRaceAcc)
 void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool logprobs, Tally& t, int& reported,
-                                AloneTally& alone_t, bool no_workspace = false, int64_t alone_stride = 0) {
+                                AloneTally& alone_t, bool no_workspace = false, int64_t alone_stride = 0,
+                                bool* flat = nullptr) {
   GpuSampler g;
   ASSERT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
   DeviceBatch d(b);
@@ -834,8 +858,10 @@ void check_batch_and_rows_alone(const HostBatch& b, const ScalarFilter& f, bool 
   if (no_workspace) {
     std::vector<unsigned char> ws(g.ws_bytes);
     TS_CUDA_OK(cudaMemcpy(ws.data(), g.ws->p, g.ws_bytes, cudaMemcpyDeviceToHost));
-    EXPECT_TRUE(std::all_of(ws.begin(), ws.end(), [](unsigned char c) { return c == 0x5A; }))
+    const size_t acc = std::min(ws.size(), kPlainRaceAccBytes * (size_t)b.rows);
+    EXPECT_TRUE(std::all_of(ws.begin() + acc, ws.end(), [](unsigned char c) { return c == 0x5A; }))
         << "V " << b.vocab << " rows " << b.rows << ": the call wrote its workspace (not the plain race)";
+    if (flat) *flat = !std::all_of(ws.begin(), ws.begin() + acc, [](unsigned char c) { return c == 0x5A; });
   }
   compare_batch(b, all, run_cpu(b), t, reported, logprobs);
   std::vector<int64_t> alone_rows = {0, 1, 17, b.rows - 1};
@@ -1308,6 +1334,55 @@ TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   const ScalarFilter edge_filters[] = {{1.0f, 0, 1.0f, 0.0f}, {0.5f, 0, 1.0f, 0.0f}};
   for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter&) { return 9100 + (uint64_t)dt * 17; }, check);
   expect_path_clean("plain_race", t, alone);
+}
+
+// The plain race's flat split (v77): calls of 32 to 127 rows whose layout
+// allows it (16-byte aligned, on their Philox groups, at least a round of
+// vectors) are cut into equal ranges of vectors over the CTAs that run at
+// once, so a row's segments sit in two or more CTAs (100 rows of 129,280,
+// 120 of 32,771, 32 of 262,208 over 264 CTAs), or a CTA holds the end of one
+// row and the start of the next, with cuts near a row's tail (V = 6,150:
+// not a multiple of 4, 100 CTAs of one round; 16-bit rows of 6,150 are less
+// than a round, so the chunked kernel takes them).
+// Rows of every kind of the mixed distribution, every dtype, three
+// temperatures: each batch must be taken by the flat split (its
+// accumulators written, nothing past them; rows padded to a multiple of 8
+// logits, NaN in the padding), match the CPU backend, and give
+// rows 0, 1, 17 and the last (and every 97th) their tokens alone (the
+// chunked kernel).
+TEST(GpuSampler, PlainRaceFlatSplitMatchesCpuAndRowsAlone) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["plain_race_flat"];
+  int reported = 0, batches = 0, flat_batches = 0;
+  const BatchShape shapes[] = {{100, 129280}, {120, 32771}, {100, 6150}, {64, 151936}, {32, 262208}};
+  const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {1.3f, 0x7fffffff, 1.0f, 0.0f}};
+  uint64_t seed = 7700;
+  AloneTally alone;
+  for (const BatchShape& sh : shapes)
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16}) {
+      // bf16 / fp16 rows of 6,150 hold 768 vectors, less than a round: the one-row kernel.
+      const bool expect_flat = !(sh.vocab == 6150 && dt != DType::kF32);
+      for (const ScalarFilter& f : filters) {
+        BatchOptions o;
+        o.max_pad = 0;
+        const HostBatch made = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
+        HostBatch b(made.rows, made.vocab, (made.vocab + 7) / 8 * 8, dt);
+        for (int64_t r = 0; r < b.rows; ++r) {
+          b.set_row(r, made.row(r));
+          b.set_params(r, made.params(r));
+          b.dist[r] = made.dist[r];
+        }
+        f.set_rows(b);
+        bool flat = false;
+        check_batch_and_rows_alone(b, f, /*logprobs=*/false, t, reported, alone, /*no_workspace=*/expect_flat,
+                                   /*alone_stride=*/97, &flat);
+        ++batches;
+        flat_batches += flat;
+        EXPECT_EQ(flat, expect_flat) << "V " << sh.vocab << " rows " << sh.rows << " dtype " << (int)dt;
+      }
+    }
+  std::printf("[plain_race_flat] batches %d, taken by the flat split %d\n", batches, flat_batches);
+  expect_path_clean("plain_race_flat", t, alone);
 }
 
 // Rows with logits near -FLT_MAX at temperatures below 1, where x / T
