@@ -87,30 +87,14 @@ inline unsigned flat_split_ctas(int64_t rows, int64_t row_units, int64_t min_uni
 }
 
 // The clearing launch for `bytes` (a multiple of 4) of accumulators at
-// `words`; then launch_flat_dependent launches the reducing kernel as its
-// programmatic dependent where the device has it (`pdl`; else a plain launch
-// after it, which stream order serialises).
+// `words`; the reducing kernel follows as its programmatic dependent
+// (launch_programmatic, pivot_launch.hpp; where the device has none, a plain
+// launch after it, which stream order serialises).
 inline cudaError_t launch_flat_clear(void* words, size_t bytes, cudaStream_t stream) {
   const int64_t n = (int64_t)(bytes / sizeof(uint32_t)), ctas = (n + 4095) / 4096;
-  flat_clear_kernel<<<(unsigned)(ctas < 64 ? (ctas > 0 ? ctas : 1) : 64), 256, 0, stream>>>(static_cast<uint32_t*>(words), n);
+  const unsigned grid = (unsigned)(ctas < 64 ? (ctas > 0 ? ctas : 1) : 64);
+  flat_clear_kernel<<<grid, 256, 0, stream>>>(static_cast<uint32_t*>(words), n);
   return cudaGetLastError();
-}
-template <class Kernel, class... Args>
-cudaError_t launch_flat_dependent(Kernel kernel, unsigned ctas, int threads, cudaStream_t stream, bool pdl,
-                                  Args... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(ctas);
-  cfg.blockDim = dim3((unsigned)threads);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (pdl) {
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
-  return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 }  // namespace tokensift::cuda_detail

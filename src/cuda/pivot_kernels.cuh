@@ -95,27 +95,11 @@ inline dim3 split_grid(const PivotArgs& a, int parts = 1) {
   return dim3((unsigned)(items < PivotPolicy::kSplitCtas ? items : PivotPolicy::kSplitCtas));
 }
 
-// A launch of `kernel` over (grid, block) with the call's arguments, as the
-// programmatic dependent of the kernel before it when `dependent` and the
-// device has it (sm_90 and later); elsewhere a plain launch.  The kernel then
-// runs griddepcontrol.wait before anything that needs the previous kernel's
-// writes (a no-op when it was launched plainly).
+// A pivot kernel over `grid` with the call's arguments (launch_programmatic).
 template <class Kernel>
 cudaError_t launch_maybe_dependent(Kernel kernel, dim3 grid, bool dependent, const PivotArgs& a,
                                    cudaStream_t stream) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(PivotPolicy::kThreads);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  if (dependent && device_is_sm90_or_later()) {  // programmatic dependent launches
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-  }
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, a);
-  return e != cudaSuccess ? e : cudaGetLastError();  // and the previous launch's
+  return launch_programmatic(kernel, grid, dim3(PivotPolicy::kThreads), dependent, stream, a);
 }
 
 // The fused split launch as the previous kernel's programmatic dependent

@@ -18,6 +18,29 @@ inline bool device_is_sm90_or_later() {
   return major >= 9;
 }
 
+// A launch of `kernel` over (grid, block) with `args`, as the programmatic
+// dependent of the kernel before it when `dependent` and the device has it
+// (sm_90 and later); elsewhere a plain launch.  The kernel then runs
+// griddepcontrol.wait before anything that needs the previous kernel's
+// writes (a no-op when it was launched plainly).
+template <class Kernel, class... Args>
+cudaError_t launch_programmatic(Kernel kernel, dim3 grid, dim3 block, bool dependent, cudaStream_t stream,
+                                const Args&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  if (dependent && device_is_sm90_or_later()) {
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
+  return e != cudaSuccess ? e : cudaGetLastError();  // and the previous launch's
+}
+
 // The chunk kernel over `blocks` = rows * chunks CTAs, then the split
 // fallback's launches when may_split.  The caller cleared the counters: with
 // a kernel when `dependent` (the chunk kernel is launched as its programmatic

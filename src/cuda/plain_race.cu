@@ -587,8 +587,8 @@ cudaError_t launch_typed(const LogitsView& logits, const SamplingParams& params,
   const cudaError_t e = launch_flat_clear(acc, plain_race_workspace_size(logits.rows), stream);
   if (e != cudaSuccess) return e;
   auto kernel = small_t ? plain_race_kernel<T, Policy, true, true> : plain_race_kernel<T, Policy, false, true>;
-  return launch_flat_dependent(kernel, flat, Policy::kThreads, stream, device_is_sm90_or_later(), logits.data,
-                               logits.rows, logits.row_stride, vocab, params, out, acc);
+  return launch_programmatic(kernel, dim3(flat), dim3(Policy::kThreads), /*dependent=*/true, stream, logits.data,
+                             logits.rows, logits.row_stride, vocab, params, out, acc);
 }
 
 }  // namespace
