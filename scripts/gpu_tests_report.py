@@ -48,7 +48,7 @@ def gtest_summary(log_paths):
             ran += int(m.group(1))
         for m in re.finditer(r"\[  PASSED  \] (\d+) tests?", text):
             passed += int(m.group(1))
-        failed += re.findall(r"\[  FAILED  \] (\S+\.\S+)", text)
+        failed += re.findall(r"\[  FAILED  \] (\w+\.\w+)", text)
     return ran, passed, sorted(set(failed))
 
 
