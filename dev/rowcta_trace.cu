@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -155,6 +156,21 @@ int main(int argc, char** argv) {
           cnt.push_back(in[2]);
           comps.push_back(in[1]);
           offers.push_back(in[4]);
+        }
+        // Rows streamed twice (top-k rows: the first tau overshot their
+        // k-th): which, their first tau and what the first pass listed.
+        {
+          int shown = 0;
+          for (int r = 0; r < n && shown < 8; ++r) {
+            const int* in = &info[(size_t)r * kRowCtaTraceInfo];
+            if (in[0] <= 1) continue;
+            int bits = in[5];
+            float tau0;
+            std::memcpy(&tau0, &bits, sizeof tau0);
+            printf("    streamed twice: row %d, first tau %.4f, listed after pass 0 %d, offers %d\n", r, tau0, in[6],
+                   in[4]);
+            ++shown;
+          }
         }
         probe::stats_line("listed at stream end", cnt);
         probe::stats_line("compactions / filters", comps);
