@@ -22,7 +22,7 @@
 # TEST_TIMEOUT (default 420 s) bounds it, and a timeout stops the script (a
 # hung kernel would hang every later step).  TEST_SHARDS (default 1) runs the
 # suite as that many gtest shards at once (the CPU backend's oracle, not the
-# GPU, bounds the suite: the whole of it passed 420 s in one process), each
+# GPU, bounds the suite, which outgrew 420 s in one process), each
 # with its log (gpu-tests-<i>.log) and report, merged by
 # scripts/gpu_tests_report.py into gpu-report.json.  sanitize: SAN_FILTER (default:
 # the random matrix, bad parameters, the row-CTA and plain-race graph tests),

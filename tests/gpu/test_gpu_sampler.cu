@@ -1320,9 +1320,8 @@ TEST(GpuSampler, GraphCaptureAndReplayCluster) {
 // CPU backend (token, status, kept count), and rows sampled alone (the
 // chunked kernel) give the same token, status and kept count.  Rows of one
 // to three rounds of the kernel's loads (a round is 6,144 fp32 or 8,192
-// 16-bit logits) take the stream's start and end in every combination: the
-// second round loaded with the first (v78) past the row, exactly at its end,
-// and a part of a round.
+// 16-bit logits) end in every way a round can: the round loaded ahead lying
+// past the row, the row ending exactly at a round's end, and inside one.
 TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["plain_race"];
