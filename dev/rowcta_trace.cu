@@ -24,6 +24,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -155,9 +157,59 @@ int main(int argc, char** argv) {
           comps.push_back(in[1]);
           offers.push_back(in[4]);
         }
+        // Rows streamed twice (top-k rows: the first tau overshot their
+        // k-th): which, their first tau and what the first pass listed.
+        {
+          int shown = 0;
+          for (int r = 0; r < n && shown < 8; ++r) {
+            const int* in = &info[(size_t)r * kRowCtaTraceInfo];
+            if (in[0] <= 1) continue;
+            int bits = in[5];
+            float tau0;
+            std::memcpy(&tau0, &bits, sizeof tau0);
+            printf("    streamed twice: row %d, first tau %.4f, listed after pass 0 %d, offers %d\n", r, tau0, in[6],
+                   in[4]);
+            ++shown;
+          }
+        }
         probe::stats_line("listed at stream end", cnt);
         probe::stats_line("compactions / filters", comps);
         probe::stats_line("tokens offered", offers);
+        // What makes the slowest streams slow (the kernel ends with its
+        // slowest CTA): their offers, or their SM.  The slowest tenth of
+        // the streams against the rest (mean offers, mean stream), the
+        // correlation of stream time and offers, and each CTA's end.
+        {
+          std::vector<std::pair<double, int>> so;
+          for (int r = 0; r < n; ++r) {
+            const long long* t = &tr[(size_t)r * 7];
+            if (t[3] != 0 && t[2] != 0) so.push_back({(double)(t[3] - t[2]) / mhz, r});
+          }
+          std::sort(so.begin(), so.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+          const size_t top = std::max<size_t>(1, so.size() / 10);
+          double so_t = 0, so_r = 0, of_t = 0, of_r = 0, mx = 0, my = 0;
+          for (size_t k = 0; k < so.size(); ++k) {
+            const double o = offers[(size_t)so[k].second];
+            (k < top ? so_t : so_r) += so[k].first;
+            (k < top ? of_t : of_r) += o;
+            mx += so[k].first, my += o;
+          }
+          const double m = (double)so.size();
+          mx /= m, my /= m;
+          double sxy = 0, sxx = 0, syy = 0;
+          for (const auto& e : so) {
+            const double dx = e.first - mx, dy = offers[(size_t)e.second] - my;
+            sxy += dx * dy, sxx += dx * dx, syy += dy * dy;
+          }
+          const double rest = std::max(1.0, m - (double)top);
+          printf("    slowest tenth of streams: %.2f us, %.0f offers (the rest %.2f us, %.0f offers); "
+                 "r(stream, offers) %.2f\n",
+                 so_t / (double)top, of_t / (double)top, so_r / rest, of_r / rest,
+                 sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0.0);
+          std::vector<double> end;
+          for (int r = 0; r < n; ++r) end.push_back((double)(ns[(size_t)r * 2 + 1] - t0) / 1e3);
+          probe::stats_line("CTA end after first start", end);
+        }
         printf("    kernel span %.1f us; rows streamed twice %d, compacted mid-stream %d, finished %d of %d\n",
                (double)(t1 - t0) / 1e3, twice, compacted, finished, n);
       }

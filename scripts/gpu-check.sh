@@ -20,7 +20,11 @@
 # left alone), of the pivot kernel for PROFILE_SPECS (batch:case[:dtype] ...).
 # test: GTEST_FILTER (gtest's own variable) runs part of the suite,
 # TEST_TIMEOUT (default 420 s) bounds it, and a timeout stops the script (a
-# hung kernel would hang every later step).  sanitize: SAN_FILTER (default:
+# hung kernel would hang every later step).  TEST_SHARDS (default 1) runs the
+# suite as that many gtest shards at once (the CPU backend's oracle, not the
+# GPU, bounds the suite, which outgrew 420 s in one process), each
+# with its log (gpu-tests-<i>.log) and report, merged by
+# scripts/gpu_tests_report.py into gpu-report.json.  sanitize: SAN_FILTER (default:
 # the random matrix, bad parameters, the row-CTA and plain-race graph tests),
 # SAN_TIMEOUT; SAN_TOOLS (default "memcheck racecheck initcheck") picks the tools.
 set -uo pipefail
@@ -119,32 +123,67 @@ if has build; then
   grep -E "registers|spill" "$OUT/build.log" | sort | uniq -c | head -20
 fi
 
+# A reduced matrix (three rows per shape: every code path, all vocab sizes)
+# under each tool; the full matrix runs in the test step without
+# instrumentation.  SAN_PARALLEL=1 runs the tools side by side.
+san_tool() {
+  TOKENSIFT_GPU_ROW_SCALE=0.00002 timeout ${SAN_TIMEOUT:-150} compute-sanitizer --tool "$1" --error-exitcode 9 \
+    $BUILD/tests/gpu/tokensift_test_gpu --gtest_filter="${SAN_FILTER:-*PivotMatches*:*Invalid*:*GraphCaptureAndReplayRowCta*:*GraphCaptureAndReplayPlain*}" >"$OUT/san-$1.log" 2>&1
+  local rc=$?
+  echo "$1 rc=$rc"; tail -4 "$OUT/san-$1.log"
+  echo "$1 $rc" >>"$OUT/sanitizers.txt"
+}
+run_sanitizers() {
+  for tool in ${SAN_TOOLS:-memcheck racecheck initcheck}; do
+    log "compute-sanitizer $tool"
+    if [ "${SAN_PARALLEL:-0}" = 1 ]; then san_tool "$tool" & else san_tool "$tool"; fi
+  done
+  wait
+}
+# SAN_BESIDE_TESTS=1: the sanitizers start before the test step and run
+# beside it (separate processes; the step waits for them after the tests).
+san_pid=
+if has sanitize && has test && [ "${SAN_BESIDE_TESTS:-0}" = 1 ]; then run_sanitizers & san_pid=$!; fi
+
 if has test; then
   log gpu tests
   # The whole log, line-buffered (stdbuf where the machine has it), so that
   # a run cut by TEST_TIMEOUT keeps the tests that finished; its tail here.
   linebuf=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL")
-  # shellcheck disable=SC2086  # linebuf is a command prefix or nothing
-  TOKENSIFT_GPU_REPORT="$OUT/gpu-report.json" TOKENSIFT_GPU_ROW_SCALE=${ROW_SCALE:-1} \
-    timeout ${TEST_TIMEOUT:-420} $linebuf $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 >"$OUT/gpu-tests.log" 2>&1
-  rc=$?
-  tail -60 "$OUT/gpu-tests.log"
+  shards=${TEST_SHARDS:-1}
+  if [ "$shards" -le 1 ]; then
+    # shellcheck disable=SC2086  # linebuf is a command prefix or nothing
+    TOKENSIFT_GPU_REPORT="$OUT/gpu-report.json" TOKENSIFT_GPU_ROW_SCALE=${ROW_SCALE:-1} \
+      timeout ${TEST_TIMEOUT:-420} $linebuf $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 >"$OUT/gpu-tests.log" 2>&1
+    rc=$?
+    tail -60 "$OUT/gpu-tests.log"
+  else
+    # Shards of the suite side by side; rc is the worst shard's (124 if any timed out).
+    pids=()
+    for ((i = 0; i < shards; ++i)); do
+      # shellcheck disable=SC2086
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i TOKENSIFT_GPU_REPORT="$OUT/gpu-report-$i.json" \
+        TOKENSIFT_GPU_ROW_SCALE=${ROW_SCALE:-1} timeout ${TEST_TIMEOUT:-420} $linebuf \
+        $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 >"$OUT/gpu-tests-$i.log" 2>&1 &
+      pids+=($!)
+    done
+    rc=0
+    for pid in "${pids[@]}"; do
+      wait "$pid"; r=$?
+      if [ "$r" = 124 ]; then rc=124; elif [ "$r" != 0 ] && [ "$rc" = 0 ]; then rc=$r; fi
+    done
+    for ((i = 0; i < shards; ++i)); do echo "-- shard $i"; tail -25 "$OUT/gpu-tests-$i.log"; done
+    python3 scripts/gpu_tests_report.py merge "$OUT"/gpu-report-*.json >"$OUT/gpu-report.json"
+  fi
+  echo "gpu tests rc=$rc" | tee "$OUT/gpu-tests-rc.txt"
   cat "$OUT/gpu-report.json" 2>/dev/null
   # A kernel that hangs would hang every later step too: stop (device time is scarce).
   if [ "$rc" = 124 ]; then echo "gpu tests timed out (TEST_TIMEOUT ${TEST_TIMEOUT:-420} s): later steps skipped"; exit 1; fi
 fi
 
 if has sanitize; then
-  # A reduced matrix (three rows per shape: every code path, all vocab sizes)
-  # under each tool; the full matrix runs above without instrumentation.
-  for tool in ${SAN_TOOLS:-memcheck racecheck initcheck}; do
-    log "compute-sanitizer $tool"
-    TOKENSIFT_GPU_ROW_SCALE=0.00002 timeout ${SAN_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 \
-      $BUILD/tests/gpu/tokensift_test_gpu --gtest_filter="${SAN_FILTER:-*PivotMatches*:*Invalid*:*GraphCaptureAndReplayRowCta*:*GraphCaptureAndReplayPlain*}" >"$OUT/san-$tool.log" 2>&1
-    rc=$?
-    echo "$tool rc=$rc"; tail -4 "$OUT/san-$tool.log"
-    echo "$tool $rc" >>"$OUT/sanitizers.txt"
-  done
+  if [ -n "$san_pid" ]; then wait "$san_pid"; else run_sanitizers; fi
+  cat "$OUT/sanitizers.txt" 2>/dev/null
 fi
 
 if has benchquick; then

@@ -133,10 +133,11 @@ union PivotSmem {
 // exit %globaltimer, and per row: passes, compactions, the buffer's count when
 // the stream ended, the SM, and the tokens offered to the buffer (the count's
 // growth between compactions, summed; a token that found the buffer full and
-// was offered again counts twice).
+// was offered again counts twice), the first tau (float bits) and the count
+// after the first pass (a row streamed twice: what its first tau listed).
 #ifdef TOKENSIFT_ROWCTA_TRACE
 constexpr int kRowCtaTraceRows = 4096;
-constexpr int kRowCtaTraceInfo = 5;
+constexpr int kRowCtaTraceInfo = 7;
 __device__ long long rowcta_trace[kRowCtaTraceRows][7];
 __device__ unsigned long long rowcta_ns[kRowCtaTraceRows][2];
 __device__ int rowcta_info[kRowCtaTraceRows][kRowCtaTraceInfo];
@@ -418,6 +419,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       sample_tau(std::integral_constant<int, Policy::kRowCtaAim>{}, tau_sh);
       tau = tau_sh;
       tau_f = key_floor(tau);
+      TS_ROWCTA_INFO(5, __float_as_int(tau_f));  // the trace's first tau
     }
     float my_zmax = -kInf, cur_max = -kInf;
     int minp_compactions = 0;  // block-uniform
@@ -696,6 +698,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     TS_ROWCTA_MARK(3);
     TS_ROWCTA_INFO(2, sm.count);
     TS_ROWCTA_INFO(0, pass + 1);
+    if (pass == 0) TS_ROWCTA_INFO(6, sm.count);  // what the first pass listed
 #ifdef TOKENSIFT_ROWCTA_TRACE
     if (threadIdx.x == 0) trace_offers += sm.count - trace_base;
     trace_base = 0;  // the next pass starts from an empty buffer

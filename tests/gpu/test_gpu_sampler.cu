@@ -1318,12 +1318,17 @@ TEST(GpuSampler, GraphCaptureAndReplayCluster) {
 // strides (rows not aligned to their Philox groups), V not a multiple of 4,
 // per-row seeds and offsets, and the edge rows above.  Each batch matches the
 // CPU backend (token, status, kept count), and rows sampled alone (the
-// chunked kernel) give the same token, status and kept count.
+// chunked kernel) give the same token, status and kept count.  Rows of one
+// to three rounds of the kernel's loads (a round is 6,144 fp32 or 8,192
+// 16-bit logits) end in every way a round can: the round loaded ahead lying
+// past the row, the row ending exactly at a round's end, and inside one.
 TEST(GpuSampler, PlainRaceBatchesMatchCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["plain_race"];
   int reported = 0;
-  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {130, 65}, {128, 1}, {129, 7}, {256, 262208}};
+  const BatchShape shapes[] = {{256, 129280}, {300, 4099}, {130, 65},   {128, 1},     {129, 7},
+                               {256, 262208}, {128, 6144}, {130, 8000}, {128, 8192},  {128, 12288},
+                               {129, 16390},  {128, 20000}};
   const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.0f}, {0.7f, 0, 1.0f, 0.0f}, {1.3f, 0x7fffffff, 1.0f, 0.0f}};
   uint64_t seed = 2600;
   AloneTally alone;
