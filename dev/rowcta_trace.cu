@@ -175,10 +175,10 @@ int main(int argc, char** argv) {
         probe::stats_line("listed at stream end", cnt);
         probe::stats_line("compactions / filters", comps);
         probe::stats_line("tokens offered", offers);
-        // What makes the slowest streams slow (the kernel ends with its
-        // slowest CTA): their offers, or their SM.  The slowest tenth of
-        // the streams against the rest (mean offers, mean stream), the
-        // correlation of stream time and offers, and each CTA's end.
+        // Whether the slowest streams (the kernel ends with its slowest
+        // CTA) are the rows that offer most: the slowest tenth against the
+        // rest (mean stream, mean offers), the correlation of stream time
+        // and offers, and each CTA's end.
         {
           std::vector<std::pair<double, int>> so;
           for (int r = 0; r < n; ++r) {

@@ -150,21 +150,25 @@ if has test; then
   # The whole log, line-buffered (stdbuf where the machine has it), so that
   # a run cut by TEST_TIMEOUT keeps the tests that finished; its tail here.
   linebuf=$(command -v stdbuf >/dev/null && echo "stdbuf -oL -eL")
+  # One run of the test binary: its log $1, its report $2, and for a shard
+  # $3 = its index of $4 shards.
+  gpu_test_run() {
+    local shard=()
+    [ $# -ge 4 ] && shard=(GTEST_SHARD_INDEX="$3" GTEST_TOTAL_SHARDS="$4")
+    # shellcheck disable=SC2086  # linebuf is a command prefix or nothing
+    env "${shard[@]}" TOKENSIFT_GPU_REPORT="$2" TOKENSIFT_GPU_ROW_SCALE="${ROW_SCALE:-1}" timeout ${TEST_TIMEOUT:-420} \
+      $linebuf $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 >"$1" 2>&1
+  }
   shards=${TEST_SHARDS:-1}
   if [ "$shards" -le 1 ]; then
-    # shellcheck disable=SC2086  # linebuf is a command prefix or nothing
-    TOKENSIFT_GPU_REPORT="$OUT/gpu-report.json" TOKENSIFT_GPU_ROW_SCALE=${ROW_SCALE:-1} \
-      timeout ${TEST_TIMEOUT:-420} $linebuf $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 >"$OUT/gpu-tests.log" 2>&1
+    gpu_test_run "$OUT/gpu-tests.log" "$OUT/gpu-report.json"
     rc=$?
     tail -60 "$OUT/gpu-tests.log"
   else
     # Shards of the suite side by side; rc is the worst shard's (124 if any timed out).
     pids=()
     for ((i = 0; i < shards; ++i)); do
-      # shellcheck disable=SC2086
-      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i TOKENSIFT_GPU_REPORT="$OUT/gpu-report-$i.json" \
-        TOKENSIFT_GPU_ROW_SCALE=${ROW_SCALE:-1} timeout ${TEST_TIMEOUT:-420} $linebuf \
-        $BUILD/tests/gpu/tokensift_test_gpu --gtest_brief=1 >"$OUT/gpu-tests-$i.log" 2>&1 &
+      gpu_test_run "$OUT/gpu-tests-$i.log" "$OUT/gpu-report-$i.json" "$i" "$shards" &
       pids+=($!)
     done
     rc=0
