@@ -197,4 +197,83 @@ __device__ __forceinline__ uint32_t rowcta_offer_vectors(MergeSmem<Policy>& sm, 
   return dropped;
 }
 
+// rowcta_offer_vectors with the list's slots taken a warp at a time: each
+// lane marks the tokens it offers (the same tests, a bit per logit), a warp
+// scan of the lanes' counts gives each its first slot, and one shared
+// atomic on the list's count reserves the warp's.  The per-token form's
+// atomics return in turn, each followed by its store, and a warp whose
+// lanes offer different logits of their vectors issues them one after
+// another; with the row's running max still low (a min-p row before its
+// head is streamed) a warp offers ~1 % of its 1,024 logits an iteration.
+// The list's order is the atomics' order in both forms, as it was across
+// warps before: what reads the list selects or sorts by key and index.
+// Call from every lane of the warp
+// (whole iterations only), vflags 0 for lanes with nothing to test.
+template <class T, class Policy, bool kMinP, bool kUnit, int kPer, int kVec>
+__device__ __forceinline__ uint32_t rowcta_offer_vectors_warp(MergeSmem<Policy>& sm, const uint4 (&raw)[kPer / kVec],
+                                                              uint32_t vflags, int32_t i0, uint64_t tau, float tau_f,
+                                                              float cur_max, float ln_minp, float temperature) {
+  constexpr int kUnroll = kPer / kVec;
+  constexpr float kInf = __builtin_huge_valf();
+  const int lane = (int)(threadIdx.x & 31u);
+  // The vector u's raw bits by a select chain (raw[] indexed at run time
+  // would live in local memory), and its logit k's packed (key, index).
+  const auto pick = [&](int u) {
+    uint4 r = raw[0];
+#pragma unroll
+    for (int q = 1; q < kUnroll; ++q)
+      if (u == q) r = raw[q];
+    return r;
+  };
+  const auto scaled = [&](float x) {
+    if (kUnit) return x;
+    const float sc = contract::scale(x, temperature);
+    return sc > -kInf ? sc : -kInf;
+  };
+  const auto index_of = [&](int u, int k) {
+    return (uint32_t)(i0 + (u * Policy::kThreads + (int)threadIdx.x) * kVec + k);
+  };
+  uint32_t mine = 0;  // bit u * kVec + k: the lane offers logit k of vector u
+#pragma unroll 1
+  while (vflags) {
+    const int u = __ffs((int)vflags) - 1;
+    vflags &= vflags - 1u;
+    float f[kVec];
+    unpack_vector<T>(pick(u), f);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      const float z = scaled(f[k]);
+      const bool want = kMinP ? contract::passes_min_p(z, cur_max, ln_minp) : z >= tau_f;
+      if (want && z > -kInf && pack_order(contract::order_key(z), index_of(u, k)) >= tau) mine |= 1u << (u * kVec + k);
+    }
+  }
+  const int n = __popc(mine);
+  int incl = n;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += t;
+  }
+  const int total = __shfl_sync(0xffffffffu, incl, 31);
+  int at = 0;
+  if (lane == 31) at = atomicAdd(&sm.count, total);
+  at = __shfl_sync(0xffffffffu, at, 31) + incl - n;
+  uint32_t dropped = 0;
+  while (mine) {
+    const int j = __ffs((int)mine) - 1;
+    mine &= mine - 1u;
+    const int u = j / kVec, k = j % kVec;
+    float f[kVec];
+    unpack_vector<T>(pick(u), f);
+    float x = f[0];
+#pragma unroll
+    for (int q = 1; q < kVec; ++q)
+      if (k == q) x = f[q];
+    if (at < Policy::kMergeCap) sm.cand[at] = pack_order(contract::order_key(scaled(x)), index_of(u, k));
+    else dropped |= 1u << j;
+    ++at;
+  }
+  return dropped;
+}
+
 }  // namespace tokensift::cuda_detail
