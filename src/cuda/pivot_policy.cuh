@@ -126,12 +126,6 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP
 #define TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP 1
 #endif
-// Whether a warp's offers in a whole iteration take their list slots with
-// one shared atomic (1: a warp scan of the lanes' counts) or one a token
-// (0; perf-notes v82).
-#ifndef TOKENSIFT_PIVOT_ROWCTA_WARP_OFFERS
-#define TOKENSIFT_PIVOT_ROWCTA_WARP_OFFERS 0
-#endif
 // Whether fp32 min-p rows load one iteration ahead too (1; 0: v34's SASS).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32 1
@@ -354,7 +348,6 @@ struct PivotPolicy {
   // walk the flagged vectors in a loop (one copy of the 4- or 8-logit test).
   static constexpr bool kRowCtaWholeTail = TOKENSIFT_PIVOT_ROWCTA_WHOLE_TAIL != 0;
   static constexpr bool kRowCtaOfferLoop = TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP != 0;
-  static constexpr bool kRowCtaWarpOffers = TOKENSIFT_PIVOT_ROWCTA_WARP_OFFERS != 0;
   // fp32 min-p rows load ahead as well: with v34's loop their kernel holds
   // the second vector set without spilling (106 -> 128 registers, 0 B);
   // v21 left them out when it spilled.

@@ -619,28 +619,18 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
       if (kFull)
         any = any && pack_order(contract::order_key(it_max), (uint32_t)(i0 + (int32_t)threadIdx.x * kVec)) >= tau;
       uint32_t dropped = 0;
-      // Whole iterations: the vectors whose max reaches tau (or passes
-      // min-p); their tokens are tested one by one.
-      const auto flag_vectors = [&] {
-        uint32_t vflags = 0;
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const float vm = kUnit ? vmax(u) : contract::scale(vmax(u), cfg.temperature);
-          const bool want = kMinP ? contract::passes_min_p(vm, cur_max, cfg.ln_minp) && (!kMinPTau || vm >= tau_f)
-                                  : vm >= tau_f;
-          vflags |= want ? 1u << u : 0u;
-        }
-        return mask == 0u ? 0u : vflags;  // min-p rows past overflow: none
-      };
-      if constexpr (kFull && Policy::kRowCtaWarpOffers) {
-        // Every lane of a warp with an offer takes part in its slot scan.
-        const uint32_t vflags = any ? flag_vectors() : 0u;
-        if (__any_sync(0xffffffffu, vflags != 0u))
-          dropped = rowcta_offer_vectors_warp<T, Policy, kMinP, kUnit, kPer, kVec>(
-              sm, raw, vflags, i0, tau, tau_f, cur_max, cfg.ln_minp, cfg.temperature);
-      } else if (any) {  // (a NaN row lists nothing: its status is NaN input)
+      if (any) {  // (a NaN row lists nothing: its status is NaN input)
         if constexpr (kFull) {
-          dropped = rowcta_offer_vectors<T, Policy, kMinP, kUnit, kPer, kVec>(sm, raw, flag_vectors(), i0, tau, tau_f,
+          uint32_t vflags = 0;
+#pragma unroll
+          for (int u = 0; u < kUnroll; ++u) {
+            const float vm = kUnit ? vmax(u) : contract::scale(vmax(u), cfg.temperature);
+            const bool want = kMinP ? contract::passes_min_p(vm, cur_max, cfg.ln_minp) && (!kMinPTau || vm >= tau_f)
+                                    : vm >= tau_f;
+            vflags |= want ? 1u << u : 0u;
+          }
+          if (mask == 0u) vflags = 0u;  // min-p rows past overflow
+          dropped = rowcta_offer_vectors<T, Policy, kMinP, kUnit, kPer, kVec>(sm, raw, vflags, i0, tau, tau_f,
                                                                               cur_max, cfg.ln_minp, cfg.temperature);
         } else {
           dropped = rowcta_offer<Policy, kMinP, kN, kVec>(sm, z, mask, i0, scalar, hi, ti, tau, tau_f, cur_max,
