@@ -13,7 +13,7 @@ anchors' rows (20 boosted tokens above the Gaussian bulk), at k = 50.
 The kernel's trimmed second fit is left out (it matters only when the
 sample holds an outlier).
 
-  python3 dev/rowcta_aim_model.py [rows=10000000]
+  python3 dev/rowcta_aim_model.py [rows=10000000]     (needs numpy and scipy)
 """
 import sys
 

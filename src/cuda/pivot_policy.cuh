@@ -72,9 +72,8 @@
 // logit of its 256 vectors) where fp32 rows sample 1,024.  At the top 144
 // the fit of 2,048 overshoots the 50th logit of N(0, 1) rows (then the row
 // is streamed twice) about once in 250,000 rows at V = 262,208 (rarer at
-// smaller V), by dev/rowcta_aim_model.py, which puts 1,024
-// samples at the top 128 at ~1 in 700, as v79's trace measured (perf-notes
-// v81).
+// smaller V), by dev/rowcta_aim_model.py, which puts 1,024 samples at the
+// top 128 at ~1 in 700, as v79's trace measured (perf-notes v81).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AIM16
 #define TOKENSIFT_PIVOT_ROWCTA_AIM16 144
 #endif

@@ -21,10 +21,10 @@
 // its own held ~30 % of the kernel's "no instruction" stalls (v34).
 //
 // The passes: a sample of one vector per thread spread over the row, loaded
-// first, gives a Gaussian first tau aimed at the row's top kRowCtaAim (16-bit
-// top-k rows: kRowCtaAim16, on every logit of their vectors; the
+// first, gives a Gaussian first tau aimed at the row's top kRowCtaAim (the
 // chunk phase's gaussian_guess, fitted twice so that a sampled outlier does
-// not inflate sigma) before the stream starts.  Whenever the buffer passes
+// not inflate sigma) before the stream starts; 16-bit top-k rows fit every
+// logit of their vectors and aim at the top kRowCtaAim16 (v81).  Whenever the buffer passes
 // half of kMergeCap, a radix select over it (block_threshold_select) keeps
 // its top k..kWarpList and tau rises to that key; when ties at the k-th key
 // make that impossible, the buffer is sorted and cut at exactly k in the
@@ -176,12 +176,13 @@ __device__ __noinline__ RowResult rowcta_finish(const PivotArgs& a, int64_t row_
 }
 
 // The first tau from a sample of the row (a 16-byte vector per thread: 4
-// fp32 or 8 16-bit logits): the row's top kAim by a Gaussian fit (a guess; the compactions correct it).  The
-// fit is taken twice, the second time without the samples beyond
-// kRowCtaTrimSigmas of the first: one sampled outlier (a dominant token of
-// 30 among N(0, 1) logits) inflates sigma enough that tau overshoots the
-// row's k-th and the row is streamed again (measured: B = 256 dominant rows
-// 156 us against 105 on the chunked kernel).  Each fit is one warp
+// fp32 or 8 16-bit logits): the row's top kAim by a Gaussian fit (a guess;
+// the compactions correct it).  The fit is taken twice, the second time
+// without the samples beyond kRowCtaTrimSigmas of the first: one sampled
+// outlier (a dominant token of 30 among N(0, 1) logits) inflates sigma
+// enough that tau overshoots the row's k-th and the row is streamed again
+// (measured: B = 256 dominant rows 156 us against 105 on the chunked
+// kernel).  Each fit is one warp
 // butterfly per sum (every lane ends with the same bits: a + b == b + a)
 // and one barrier, after which every thread adds the warps' partials in the
 // same order and derives the same bound and guess itself: a CUB reduction
