@@ -68,14 +68,18 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AIM
 #define TOKENSIFT_PIVOT_ROWCTA_AIM 256
 #endif
-// The same for 16-bit top-k rows, whose fit samples 2,048 logits (every
-// logit of its 256 vectors) where fp32 rows sample 1,024.  At the top 144
+// The same for top-k rows whose fit samples 2,048 logits (16-bit rows:
+// every logit of their 256 vectors; fp32 rows: two vectors a thread under
+// TOKENSIFT_PIVOT_ROWCTA_SAMPLE_VECTORS32 = 2, perf-notes v83).  At the top 144
 // the fit of 2,048 overshoots the 50th logit of N(0, 1) rows (then the row
 // is streamed twice) about once in 250,000 rows at V = 262,208 (rarer at
 // smaller V), by dev/rowcta_aim_model.py, which puts 1,024 samples at the
 // top 128 at ~1 in 700, as v79's trace measured (perf-notes v81).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AIM16
 #define TOKENSIFT_PIVOT_ROWCTA_AIM16 144
+#endif
+#ifndef TOKENSIFT_PIVOT_ROWCTA_SAMPLE_VECTORS32
+#define TOKENSIFT_PIVOT_ROWCTA_SAMPLE_VECTORS32 2
 #endif
 // Min-p rows: the row rank of the tau set the first time a row's list
 // passes half full (0: no gate; pivot_rowcta.cuh).  A row whose min-p
@@ -319,7 +323,8 @@ struct PivotPolicy {
   static constexpr int64_t kRowCtaTopPMinRows = TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS;
   static constexpr int64_t kRowCtaMinPMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS;
   static constexpr int kRowCtaAim = TOKENSIFT_PIVOT_ROWCTA_AIM;
-  static constexpr int kRowCtaAim16 = TOKENSIFT_PIVOT_ROWCTA_AIM16;  // 16-bit top-k rows
+  static constexpr int kRowCtaAim16 = TOKENSIFT_PIVOT_ROWCTA_AIM16;  // top-k rows fitted on 2,048 samples
+  static constexpr int kRowCtaSampleVectors32 = TOKENSIFT_PIVOT_ROWCTA_SAMPLE_VECTORS32;  // fp32 top-k rows (1 or 2)
   static constexpr int kRowCtaMinPAim = TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM;
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),
   // loaded one iteration ahead (twice that in flight), at 2 CTAs per SM (128

@@ -278,10 +278,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   static_assert(Policy::kRowCtaMinPAim <= Policy::kMergeCap / 2, "the min-p gate aims within half the list");
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
-  // The first tau's row rank: 16-bit top-k rows aim closer to k on their
-  // larger sample (kRowCtaAim16); top-p rows keep kRowCtaAim (their list
-  // starts at kPreselect / 4).
-  constexpr int kAim = kKind == kRowCtaTopK && sizeof(T) == 2 ? Policy::kRowCtaAim16 : Policy::kRowCtaAim;
+  // The first tau's sample: one 16-byte vector a thread, two for fp32 top-k
+  // rows under kRowCtaSampleVectors32, so that every top-k row fits 2,048
+  // logits; its row rank: top-k rows on 2,048 aim closer to k
+  // (kRowCtaAim16); top-p rows keep kRowCtaAim (their list starts at
+  // kPreselect / 4).
+  constexpr int kSampleVectors = sizeof(T) == 4 && kKind == kRowCtaTopK ? Policy::kRowCtaSampleVectors32 : 1;
+  constexpr int kSample = (sizeof(T) == 2 ? 8 : 4) * kSampleVectors;
+  static_assert(kSample == 4 || kSample == 8, "the fit takes 4 or 8 samples a thread");
+  constexpr int kAim = kKind == kRowCtaTopK && kSample == 8 ? Policy::kRowCtaAim16 : Policy::kRowCtaAim;
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
   static_assert(kPer <= 32 && kPer % 8 == 0, "one bit per logit in a 32-bit mask; whole vectors of every dtype");
   constexpr float kInf = __builtin_huge_valf();
@@ -364,22 +369,23 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // the RowConfig after issuing its own share of those.
   RowParamsRaw raw_params;
   if (threadIdx.x == 0) raw_params = load_row_params(a.params, row_id);
-  // 16-bit rows fit every logit of their sampled vectors (2,048 at 256
-  // threads, where fp32 rows have 1,024): the fit's error falls by sqrt 2 at
-  // no extra load, which lets 16-bit top-k rows aim closer to k
-  // (kRowCtaAim16).
-  constexpr int kSample = sizeof(T) == 2 ? 8 : 4;
-  static_assert(kVec % kSample == 0, "whole vectors sampled");
+  // Every logit of the sampled vectors is fitted: 16-bit rows get 2,048 at
+  // no extra load (v81), fp32 top-k rows two vectors a thread (v83); the
+  // fit's error falls by sqrt 2, which lets top-k rows aim closer to k.
   float sample[kSample];
 #pragma unroll
   for (int q = 0; q < kSample; ++q) sample[q] = -kInf;
   const auto load_sample = [&] {
-    if ((int32_t)threadIdx.x < nvec) {
-      const int32_t v = (int32_t)(((int64_t)threadIdx.x * nvec) / Policy::kThreads);
-      float f[kVec];
-      unpack_vector<T>(__ldcs(body + v), f);
 #pragma unroll
-      for (int q = 0; q < kSample; ++q) sample[q] = f[q * (kVec / kSample)];
+    for (int j = 0; j < kSampleVectors; ++j) {
+      const int32_t w = (int32_t)threadIdx.x * kSampleVectors + j;  // the sample's vector w of kThreads x kSampleVectors
+      if (w < nvec) {
+        const int32_t v = (int32_t)(((int64_t)w * nvec) / (Policy::kThreads * kSampleVectors));
+        float f[kVec];
+        unpack_vector<T>(__ldcs(body + v), f);
+#pragma unroll
+        for (int q = 0; q < kVec; ++q) sample[j * kVec + q] = f[q];
+      }
     }
   };
   if (!kMinP) load_sample();
