@@ -270,6 +270,8 @@ struct RowCtaMass {
 // kKind: a RowCtaKind (pivot_launch.hpp).
 template <class T, class Policy, int kKind>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
+  // kRowCtaTopKFine is the top-k kind with a larger first-tau sample.
+  constexpr bool kTopKKind = kKind == kRowCtaTopK || kKind == kRowCtaTopKFine;
   constexpr bool kMinP = kKind == kRowCtaMinP;
   constexpr bool kTopP = kKind == kRowCtaTopP;
   // Min-p rows gated by a tau once their list first passes half full
@@ -278,15 +280,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   static_assert(Policy::kRowCtaMinPAim <= Policy::kMergeCap / 2, "the min-p gate aims within half the list");
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
-  // The first tau's sample: one 16-byte vector a thread, two for fp32 top-k
-  // rows under kRowCtaSampleVectors32, so that every top-k row fits 2,048
+  // The first tau's sample: one 16-byte vector a thread, two for fp32 rows
+  // of kRowCtaTopKFine, so that those and 16-bit top-k rows fit 2,048
   // logits; its row rank: top-k rows on 2,048 aim closer to k
   // (kRowCtaAim16); top-p rows keep kRowCtaAim (their list starts at
   // kPreselect / 4).
-  constexpr int kSampleVectors = sizeof(T) == 4 && kKind == kRowCtaTopK ? Policy::kRowCtaSampleVectors32 : 1;
+  constexpr int kSampleVectors = sizeof(T) == 4 && kKind == kRowCtaTopKFine ? 2 : 1;
   constexpr int kSample = (sizeof(T) == 2 ? 8 : 4) * kSampleVectors;
   static_assert(kSample == 4 || kSample == 8, "the fit takes 4 or 8 samples a thread");
-  constexpr int kAim = kKind == kRowCtaTopK && kSample == 8 ? Policy::kRowCtaAim16 : Policy::kRowCtaAim;
+  constexpr int kAim = kTopKKind && kSample == 8 ? Policy::kRowCtaAim16 : Policy::kRowCtaAim;
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
   static_assert(kPer <= 32 && kPer % 8 == 0, "one bit per logit in a 32-bit mask; whole vectors of every dtype");
   constexpr float kInf = __builtin_huge_valf();
@@ -304,7 +306,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // Kinds that may defer a row: the streaming split launch behind this
   // kernel may start once every CTA has started (it takes only the slots
   // these CTAs leave free, and each deferred row as it is published).
-  if constexpr (kKind != kRowCtaTopK) pdl_launch_dependents();
+  if constexpr (!kTopKKind) pdl_launch_dependents();
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
   // The row's 16-byte-aligned body in vectors; the head and tail (each
@@ -781,7 +783,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // Kinds that may defer a row touch the call's counters from here on (the
   // deferred list, the merged-row count), which the kernel before this one
   // cleared (a programmatic dependent launch, PivotPolicy::kClearKernel).
-  if constexpr (kKind != kRowCtaTopK) pdl_wait_primary();
+  if constexpr (!kTopKKind) pdl_wait_primary();
   // The merge's statuses, in its order.
   const ChunkStats rs = stats_sh;
   const float kNan = __int_as_float(0x7fffffff);
@@ -829,7 +831,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     if (r.status != kRowDeferred) write_result(a.out, row_id, r);
     // After the deferral's release (defer_row, same thread): the streaming
     // split launch ends once every row is counted here.
-    if constexpr (kKind != kRowCtaTopK) row_merged(a);
+    if constexpr (!kTopKKind) row_merged(a);
   }
   TS_ROWCTA_NS(1);
 }
