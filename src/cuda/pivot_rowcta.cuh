@@ -24,7 +24,9 @@
 // first, gives a Gaussian first tau aimed at the row's top kRowCtaAim (the
 // chunk phase's gaussian_guess, fitted twice so that a sampled outlier does
 // not inflate sigma) before the stream starts; 16-bit top-k rows fit every
-// logit of their vectors and aim at the top kRowCtaAim16 (v81).  Whenever the buffer passes
+// logit of their vectors, fp32 top-k calls of fewer than
+// kRowCtaFineSampleMaxRows rows two vectors a thread (kRowCtaTopKFine), and
+// both aim at the top kRowCtaAim16 (v81, v83b).  Whenever the buffer passes
 // half of kMergeCap, a radix select over it (block_threshold_select) keeps
 // its top k..kWarpList and tau rises to that key; when ties at the k-th key
 // make that impossible, the buffer is sorted and cut at exactly k in the
