@@ -149,6 +149,11 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, b
   cudaError_t e;
   switch (kind) {
     case kRowCtaTopK:
+      if constexpr (sizeof(T) == 4) {
+        if (a.rows < PivotPolicy::kRowCtaFineSampleMaxRows)
+          return launch_maybe_dependent(rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopKFine>, grid, dependent, a,
+                                        stream);
+      }
       return launch_maybe_dependent(rowcta_topk_kernel<T, PivotPolicy, kRowCtaTopK>, grid, dependent, a, stream);
     case kRowCtaMinP:
       e = launch_maybe_dependent(rowcta_topk_kernel<T, PivotPolicy, kRowCtaMinP>, grid, dependent, a, stream);

@@ -55,6 +55,10 @@ enum RowCtaKind : int {
   kRowCtaTopK = 0,  // top-k rows, k < kWarpList, no min-p (any top-p)
   kRowCtaMinP = 1,  // min-p rows (any top-k and top-p)
   kRowCtaTopP = 2,  // top-p rows without top-k or min-p, no log-probs asked for
+  // kRowCtaTopK's kernel for fp32 calls of fewer than
+  // kRowCtaFineSampleMaxRows rows (a larger first-tau sample; chosen at
+  // launch, the same bits).
+  kRowCtaTopKFine = 3,
 };
 
 // Small batches of top-k rows (k < kWarpList, no min-p, scalar parameters):

@@ -68,6 +68,25 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AIM
 #define TOKENSIFT_PIVOT_ROWCTA_AIM 256
 #endif
+// The same for top-k rows whose fit samples 2,048 logits (16-bit rows:
+// every logit of their 256 vectors; fp32 rows: two vectors a thread under
+// calls of fewer than TOKENSIFT_PIVOT_ROWCTA_FINE_SAMPLE_MAX_ROWS rows,
+// perf-notes v83).  At the top 144
+// the fit of 2,048 overshoots the 50th logit of N(0, 1) rows (then the row
+// is streamed twice) about once in 250,000 rows at V = 262,208 (rarer at
+// smaller V), by dev/rowcta_aim_model.py, which puts 1,024 samples at the
+// top 128 at ~1 in 700, as v79's trace measured (perf-notes v81).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_AIM16
+#define TOKENSIFT_PIVOT_ROWCTA_AIM16 144
+#endif
+// fp32 top-k calls of fewer rows than this sample two vectors a thread
+// (kRowCtaTopKFine): v83's same-run A/B, two vectors against one at every
+// batch, fp32 k50 / k50_p0.9 -7..-11 % at B = 64 / 128 (a CTA's offers are
+// on its row's path when the memory system is not full), +0.2..+3.6 % at B
+// = 256 / 1024 (the larger sample's load and registers: 8 B spilled).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_FINE_SAMPLE_MAX_ROWS
+#define TOKENSIFT_PIVOT_ROWCTA_FINE_SAMPLE_MAX_ROWS 256
+#endif
 // Min-p rows: the row rank of the tau set the first time a row's list
 // passes half full (0: no gate; pivot_rowcta.cuh).  A row whose min-p
 // survivors reach below it (a guess that overshot) streams the row again,
@@ -310,6 +329,8 @@ struct PivotPolicy {
   static constexpr int64_t kRowCtaTopPMinRows = TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS;
   static constexpr int64_t kRowCtaMinPMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS;
   static constexpr int kRowCtaAim = TOKENSIFT_PIVOT_ROWCTA_AIM;
+  static constexpr int kRowCtaAim16 = TOKENSIFT_PIVOT_ROWCTA_AIM16;  // top-k rows fitted on 2,048 samples
+  static constexpr int64_t kRowCtaFineSampleMaxRows = TOKENSIFT_PIVOT_ROWCTA_FINE_SAMPLE_MAX_ROWS;
   static constexpr int kRowCtaMinPAim = TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM;
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),
   // loaded one iteration ahead (twice that in flight), at 2 CTAs per SM (128

@@ -20,10 +20,13 @@
 // once per row is fetched cold: the last iteration in a per-logit form of
 // its own held ~30 % of the kernel's "no instruction" stalls (v34).
 //
-// The passes: a sample of 4 logits per thread spread over the row, loaded
+// The passes: a sample of one vector per thread spread over the row, loaded
 // first, gives a Gaussian first tau aimed at the row's top kRowCtaAim (the
 // chunk phase's gaussian_guess, fitted twice so that a sampled outlier does
-// not inflate sigma) before the stream starts.  Whenever the buffer passes
+// not inflate sigma) before the stream starts; 16-bit top-k rows fit every
+// logit of their vectors, fp32 top-k calls of fewer than
+// kRowCtaFineSampleMaxRows rows two vectors a thread (kRowCtaTopKFine), and
+// both aim at the top kRowCtaAim16 (v81, v83b).  Whenever the buffer passes
 // half of kMergeCap, a radix select over it (block_threshold_select) keeps
 // its top k..kWarpList and tau rises to that key; when ties at the k-th key
 // make that impossible, the buffer is sorted and cut at exactly k in the
@@ -174,32 +177,31 @@ __device__ __noinline__ RowResult rowcta_finish(const PivotArgs& a, int64_t row_
   return decide_and_draw<T, Policy>(a, row_id, cfg, smem.merge, smem.fallback, use_list, next, zmax, row_mass);
 }
 
-// The first tau from a sample of the row (4 logits per thread): the row's top
-// kRowCtaAim by a Gaussian fit (a guess; the compactions correct it).  The
-// fit is taken twice, the second time without the samples beyond
-// kRowCtaTrimSigmas of the first: one sampled outlier (a dominant token of
-// 30 among N(0, 1) logits) inflates sigma enough that tau overshoots the
-// row's k-th and the row is streamed again (measured: B = 256 dominant rows
-// 156 us against 105 on the chunked kernel).  Each fit is one warp
+// The first tau from a sample of the row (a 16-byte vector per thread: 4
+// fp32 or 8 16-bit logits): the row's top kAim by a Gaussian fit (a guess;
+// the compactions correct it).  The fit is taken twice, the second time
+// without the samples beyond kRowCtaTrimSigmas of the first: one sampled
+// outlier (a dominant token of 30 among N(0, 1) logits) inflates sigma
+// enough that tau overshoots the row's k-th and the row is streamed again
+// (measured: B = 256 dominant rows 156 us against 105 on the chunked
+// kernel).  Each fit is one warp
 // butterfly per sum (every lane ends with the same bits: a + b == b + a)
 // and one barrier, after which every thread adds the warps' partials in the
 // same order and derives the same bound and guess itself: a CUB reduction
 // per fit and a thread-0 section per result cost ~1.7 us of the row's
 // stages (dev/rowcta_trace.cu, perf-notes v26).  tau is a heuristic: its
 // bits never reach a result.
-template <class Policy, int kAim>
-__device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, int32_t vocab,
-                                              uint64_t& tau_sh) {
+template <class Policy, int kAim, int kS>
+__device__ __forceinline__ void rowcta_first_tau_impl(const float (&s)[kS], int32_t vocab, uint64_t& tau_sh) {
   constexpr int kWarps = Policy::kThreads / 32;
   __shared__ ChunkStats part[2][kWarps];
-  const float s[4] = {s0, s1, s2, s3};
   const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
   float bound = __builtin_huge_valf();
   ChunkStats r{};
   for (int fit = 0; fit < 2; ++fit) {
     ChunkStats st{-__builtin_huge_valf(), 0, 0, 0.0f, 0.0f};
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
+    for (int q = 0; q < kS; ++q)
       if (s[q] <= bound) add_sample(st, s[q]);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -225,6 +227,20 @@ __device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, floa
                         : -__builtin_huge_valf();
     tau_sh = t > -3.4028235e38f && t < __builtin_huge_valf() ? pack_order(contract::order_key(t), 0xffffffffu) : 1ull;
   }
+}
+// A 16-byte vector's logits per thread: 4 (fp32) or 8 (16-bit types), passed
+// by value so that they stay in registers across the call.
+template <class Policy, int kAim>
+__device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, int32_t vocab,
+                                              uint64_t& tau_sh) {
+  const float s[4] = {s0, s1, s2, s3};
+  rowcta_first_tau_impl<Policy, kAim, 4>(s, vocab, tau_sh);
+}
+template <class Policy, int kAim>
+__device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, float s4, float s5, float s6,
+                                              float s7, int32_t vocab, uint64_t& tau_sh) {
+  const float s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
+  rowcta_first_tau_impl<Policy, kAim, 8>(s, vocab, tau_sh);
 }
 
 // Streams, for top-p rows (kRowCtaTopP), each thread's share of W = the sum
@@ -256,6 +272,8 @@ struct RowCtaMass {
 // kKind: a RowCtaKind (pivot_launch.hpp).
 template <class T, class Policy, int kKind>
 __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerSm) rowcta_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
+  // kRowCtaTopKFine is the top-k kind with a larger first-tau sample.
+  constexpr bool kTopKKind = kKind == kRowCtaTopK || kKind == kRowCtaTopKFine;
   constexpr bool kMinP = kKind == kRowCtaMinP;
   constexpr bool kTopP = kKind == kRowCtaTopP;
   // Min-p rows gated by a tau once their list first passes half full
@@ -264,6 +282,15 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   static_assert(Policy::kRowCtaMinPAim <= Policy::kMergeCap / 2, "the min-p gate aims within half the list");
   constexpr int kVec = 16 / (int)sizeof(T);
   constexpr int kPer = Policy::kRowCtaItems;  // logits per thread per iteration (one bit each in `dropped`)
+  // The first tau's sample: one 16-byte vector a thread, two for fp32 rows
+  // of kRowCtaTopKFine, so that those and 16-bit top-k rows fit 2,048
+  // logits; its row rank: top-k rows on 2,048 aim closer to k
+  // (kRowCtaAim16); top-p rows keep kRowCtaAim (their list starts at
+  // kPreselect / 4).
+  constexpr int kSampleVectors = sizeof(T) == 4 && kKind == kRowCtaTopKFine ? 2 : 1;
+  constexpr int kSample = (sizeof(T) == 2 ? 8 : 4) * kSampleVectors;
+  static_assert(kSample == 4 || kSample == 8, "the fit takes 4 or 8 samples a thread");
+  constexpr int kAim = kTopKKind && kSample == 8 ? Policy::kRowCtaAim16 : Policy::kRowCtaAim;
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
   static_assert(kPer <= 32 && kPer % 8 == 0, "one bit per logit in a 32-bit mask; whole vectors of every dtype");
   constexpr float kInf = __builtin_huge_valf();
@@ -281,7 +308,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // Kinds that may defer a row: the streaming split launch behind this
   // kernel may start once every CTA has started (it takes only the slots
   // these CTAs leave free, and each deferred row as it is published).
-  if constexpr (kKind != kRowCtaTopK) pdl_launch_dependents();
+  if constexpr (!kTopKKind) pdl_launch_dependents();
   const T* row = static_cast<const T*>(a.logits) + row_id * a.row_stride;
   const int32_t vocab = a.vocab;
   // The row's 16-byte-aligned body in vectors; the head and tail (each
@@ -346,14 +373,23 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // the RowConfig after issuing its own share of those.
   RowParamsRaw raw_params;
   if (threadIdx.x == 0) raw_params = load_row_params(a.params, row_id);
-  float sample[4] = {-kInf, -kInf, -kInf, -kInf};
-  const auto load_sample = [&] {
-    if ((int32_t)threadIdx.x < nvec) {
-      const int32_t v = (int32_t)(((int64_t)threadIdx.x * nvec) / Policy::kThreads);
-      float f[kVec];
-      unpack_vector<T>(__ldcs(body + v), f);
+  // Every logit of the sampled vectors is fitted: 16-bit rows get 2,048 at
+  // no extra load (v81), fp32 top-k rows two vectors a thread (v83); the
+  // fit's error falls by sqrt 2, which lets top-k rows aim closer to k.
+  float sample[kSample];
 #pragma unroll
-      for (int q = 0; q < 4; ++q) sample[q] = f[q * (kVec / 4)];
+  for (int q = 0; q < kSample; ++q) sample[q] = -kInf;
+  const auto load_sample = [&] {
+#pragma unroll
+    for (int j = 0; j < kSampleVectors; ++j) {
+      const int32_t w = (int32_t)threadIdx.x * kSampleVectors + j;  // the sample's vector w of kThreads x kSampleVectors
+      if (w < nvec) {
+        const int32_t v = (int32_t)(((int64_t)w * nvec) / (Policy::kThreads * kSampleVectors));
+        float f[kVec];
+        unpack_vector<T>(__ldcs(body + v), f);
+#pragma unroll
+        for (int q = 0; q < kVec; ++q) sample[j * kVec + q] = f[q];
+      }
     }
   };
   if (!kMinP) load_sample();
@@ -384,13 +420,17 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // shared; every thread reads it after the barrier): top-k and top-p rows'
   // first tau, min-p rows' gate.
   const auto sample_tau = [&](auto aim, uint64_t& dst) {
-    float zs[4];
+    float zs[kSample];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
+    for (int q = 0; q < kSample; ++q) {
       const float sc = contract::scale(sample[q], cfg.temperature);
       zs[q] = sc > -kInf ? sc : -kInf;  // NaN: not sampled (its row's status is NaN)
     }
-    rowcta_first_tau<Policy, decltype(aim)::value>(zs[0], zs[1], zs[2], zs[3], vocab, dst);
+    if constexpr (kSample == 8)
+      rowcta_first_tau<Policy, decltype(aim)::value>(zs[0], zs[1], zs[2], zs[3], zs[4], zs[5], zs[6], zs[7], vocab,
+                                                     dst);
+    else
+      rowcta_first_tau<Policy, decltype(aim)::value>(zs[0], zs[1], zs[2], zs[3], vocab, dst);
     __syncthreads();
   };
   // A float at or below every key at or above tau (-inf for "none set").
@@ -416,7 +456,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     uint64_t tau = tau_sh;
     float tau_f = -kInf;
     if (!kMinP && pass == 0) {
-      sample_tau(std::integral_constant<int, Policy::kRowCtaAim>{}, tau_sh);
+      sample_tau(std::integral_constant<int, kAim>{}, tau_sh);
       tau = tau_sh;
       tau_f = key_floor(tau);
       TS_ROWCTA_INFO(5, __float_as_int(tau_f));  // the trace's first tau
@@ -745,7 +785,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // Kinds that may defer a row touch the call's counters from here on (the
   // deferred list, the merged-row count), which the kernel before this one
   // cleared (a programmatic dependent launch, PivotPolicy::kClearKernel).
-  if constexpr (kKind != kRowCtaTopK) pdl_wait_primary();
+  if constexpr (!kTopKKind) pdl_wait_primary();
   // The merge's statuses, in its order.
   const ChunkStats rs = stats_sh;
   const float kNan = __int_as_float(0x7fffffff);
@@ -793,7 +833,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
     if (r.status != kRowDeferred) write_result(a.out, row_id, r);
     // After the deferral's release (defer_row, same thread): the streaming
     // split launch ends once every row is counted here.
-    if constexpr (kKind != kRowCtaTopK) row_merged(a);
+    if constexpr (!kTopKKind) row_merged(a);
   }
   TS_ROWCTA_NS(1);
 }

@@ -1027,8 +1027,8 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
   expect_path_clean("rowcta_scalar", t, alone);
 }
 
-// Rows built to reach the large-batch kernels' rare paths, 256 of them at V =
-// 129,280 (kind = row % 9), with per-row seeds and offsets:
+// Rows built to reach the large-batch kernels' rare paths, 256 of them (or
+// `rows`) at V = 129,280 (kind = row % 9), with per-row seeds and offsets:
 //   0: the first 8,192 logits N(0, 10^2), the rest -50: the row-CTA kernel's
 //      first tau (aimed at the row's top 256 from a sample of that first
 //      iteration) leaves fewer than k = 50 tokens above it, so it streams
@@ -1041,8 +1041,8 @@ TEST(GpuSampler, RowCtaScalarBatchesMatchCpuAndRowsAlone) {
 //   6: 3,000 + N(0, 1): |z| past the race's fast-bound range;
 //   7: N(0, 2^2) with every other token -inf (a mask);
 //   8: N(0, 1) with one token at 30 (one dominant token).
-HostBatch edge_rows_batch(DType dt, uint64_t seed) {
-  const int64_t rows = 256, vocab = 129280;
+HostBatch edge_rows_batch(DType dt, uint64_t seed, int64_t rows = 256) {
+  const int64_t vocab = 129280;
   HostBatch b(rows, vocab, vocab, dt);
   Rng rng(seed);
   std::vector<float> x((size_t)vocab);
@@ -1081,9 +1081,14 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
   Tally& t = tallies()["rowcta_scalar"];
   int reported = 0;
   const ScalarFilter filters[] = {{1.0f, 50, 1.0f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {0.5f, 0, 1.0f, 0.05f}, {1.0f, 0, 1.0f, 0.1f}};
+  // 256 rows, and 144: fp32 top-k calls of fewer than
+  // PivotPolicy::kRowCtaFineSampleMaxRows (256) rows take the larger
+  // first-tau sample's kernel (kRowCtaTopKFine); min-p calls of 144 rows
+  // still take the row-CTA kernel (kRowCtaMinPMinRows, 128).
+  for (int64_t rows : {256, 144})
   for (DType dt : {DType::kF32, DType::kBF16})
     for (const ScalarFilter& f : filters) {
-      HostBatch b = edge_rows_batch(dt, 9000 + (uint64_t)dt * 17 + (uint64_t)f.top_k);
+      HostBatch b = edge_rows_batch(dt, 9000 + (uint64_t)dt * 17 + (uint64_t)f.top_k + (uint64_t)rows, rows);
       f.set_rows(b);
       DeviceBatch d(b);
       f.apply(d);
