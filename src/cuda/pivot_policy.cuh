@@ -76,8 +76,8 @@
 // is streamed twice) about once in 250,000 rows at V = 262,208 (rarer at
 // smaller V), by dev/rowcta_aim_model.py, which puts 1,024 samples at the
 // top 128 at ~1 in 700, as v79's trace measured (perf-notes v81).
-#ifndef TOKENSIFT_PIVOT_ROWCTA_AIM16
-#define TOKENSIFT_PIVOT_ROWCTA_AIM16 144
+#ifndef TOKENSIFT_PIVOT_ROWCTA_FINE_AIM
+#define TOKENSIFT_PIVOT_ROWCTA_FINE_AIM 144
 #endif
 // fp32 top-k calls of fewer rows than this sample two vectors a thread
 // (kRowCtaTopKFine): v83's same-run A/B, two vectors against one at every
@@ -329,7 +329,7 @@ struct PivotPolicy {
   static constexpr int64_t kRowCtaTopPMinRows = TOKENSIFT_PIVOT_ROWCTA_TOP_P_MIN_ROWS;
   static constexpr int64_t kRowCtaMinPMinRows = TOKENSIFT_PIVOT_ROWCTA_MIN_P_MIN_ROWS;
   static constexpr int kRowCtaAim = TOKENSIFT_PIVOT_ROWCTA_AIM;
-  static constexpr int kRowCtaAim16 = TOKENSIFT_PIVOT_ROWCTA_AIM16;  // top-k rows fitted on 2,048 samples
+  static constexpr int kRowCtaFineAim = TOKENSIFT_PIVOT_ROWCTA_FINE_AIM;  // top-k rows fitted on 2,048 samples
   static constexpr int64_t kRowCtaFineSampleMaxRows = TOKENSIFT_PIVOT_ROWCTA_FINE_SAMPLE_MAX_ROWS;
   static constexpr int kRowCtaMinPAim = TOKENSIFT_PIVOT_ROWCTA_MIN_P_AIM;
   // Logits per thread per iteration (8 fp32 or 4 bf16 loads of 16 bytes),

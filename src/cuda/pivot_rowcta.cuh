@@ -26,7 +26,7 @@
 // not inflate sigma) before the stream starts; 16-bit top-k rows fit every
 // logit of their vectors, fp32 top-k calls of fewer than
 // kRowCtaFineSampleMaxRows rows two vectors a thread (kRowCtaTopKFine), and
-// both aim at the top kRowCtaAim16 (v81, v83b).  Whenever the buffer passes
+// both aim at the top kRowCtaFineAim (v81, v83b).  Whenever the buffer passes
 // half of kMergeCap, a radix select over it (block_threshold_select) keeps
 // its top k..kWarpList and tau rises to that key; when ties at the k-th key
 // make that impossible, the buffer is sorted and cut at exactly k in the
@@ -285,12 +285,12 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   // The first tau's sample: one 16-byte vector a thread, two for fp32 rows
   // of kRowCtaTopKFine, so that those and 16-bit top-k rows fit 2,048
   // logits; its row rank: top-k rows on 2,048 aim closer to k
-  // (kRowCtaAim16); top-p rows keep kRowCtaAim (their list starts at
+  // (kRowCtaFineAim); top-p rows keep kRowCtaAim (their list starts at
   // kPreselect / 4).
   constexpr int kSampleVectors = sizeof(T) == 4 && kKind == kRowCtaTopKFine ? 2 : 1;
   constexpr int kSample = (sizeof(T) == 2 ? 8 : 4) * kSampleVectors;
   static_assert(kSample == 4 || kSample == 8, "the fit takes 4 or 8 samples a thread");
-  constexpr int kAim = kTopKKind && kSample == 8 ? Policy::kRowCtaAim16 : Policy::kRowCtaAim;
+  constexpr int kAim = kTopKKind && kSample == 8 ? Policy::kRowCtaFineAim : Policy::kRowCtaAim;
   constexpr int kUnroll = kPer / kVec;        // 16-byte loads in flight per thread
   static_assert(kPer <= 32 && kPer % 8 == 0, "one bit per logit in a 32-bit mask; whole vectors of every dtype");
   constexpr float kInf = __builtin_huge_valf();
@@ -382,7 +382,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   const auto load_sample = [&] {
 #pragma unroll
     for (int j = 0; j < kSampleVectors; ++j) {
-      const int32_t w = (int32_t)threadIdx.x * kSampleVectors + j;  // the sample's vector w of kThreads x kSampleVectors
+      const int32_t w = (int32_t)threadIdx.x * kSampleVectors + j;  // of kThreads x kSampleVectors vectors
       if (w < nvec) {
         const int32_t v = (int32_t)(((int64_t)w * nvec) / (Policy::kThreads * kSampleVectors));
         float f[kVec];
