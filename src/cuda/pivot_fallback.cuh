@@ -202,17 +202,6 @@ struct FallbackRow {
     }
     run.sum += w;
   }
-  // hist_token<true> with the weight already formed (split pass A, v87).
-  __device__ void hist_weight(BinRun& run, float z, uint64_t w) {
-    if (w == 0) return;
-    const int b = bin_of(z);
-    if (b != run.bin) {
-      if (run.bin >= 0) hist_add(run.bin, run.sum);
-      run.bin = b;
-      run.sum = 0;
-    }
-    run.sum += w;
-  }
   __device__ void hist_flush(const BinRun& run) {
     if (run.bin >= 0) hist_add(run.bin, run.sum);
   }

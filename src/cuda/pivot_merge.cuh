@@ -173,7 +173,7 @@ __host__ __device__ inline bool split_vocab_ok(int64_t vocab) {
 // the streaming split launch may be running already and takes the row as soon
 // as it sees the entry (pivot_split.cuh, split_stream_kernel).
 template <class Policy>
-__device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float bins_per_unit, uint64_t lump_below) {
+__device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float bins_per_unit) {
   unsigned long long* hist = a.split_hist + row_id * Policy::kFbBins;
   for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) hist[b] = 0;
   __syncthreads();
@@ -182,7 +182,6 @@ __device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float 
     s.zmax = zmax;
     s.bin = -1;
     s.bins_per_unit = bins_per_unit;
-    s.lump_below = lump_below;
     a.split[row_id] = s;
     store_release(&a.deferred_rows[atomicAdd(a.deferred_count, 1u)], (uint32_t)row_id + 1u);
   }
@@ -193,22 +192,6 @@ __device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float 
 // sits, so kFbDepthBins bins per that depth keep the bin at the boundary to a
 // few hundred tokens on near-flat rows (depth ~1) and on peaked ones (depth
 // ~10-20) alike.
-// Pass A's lumping bound (v87, PivotPolicy::kSplitLump): tokens whose
-// fixed-point weight is below it are summed into the catch-all bin.  V of
-// them weigh less than (1 - p) W, so the boundary token, after which at least
-// (1 - p) W of mass follows, is never one of them (the 0.99 covers w's error,
-// ~1e-6 relative).  Any bound gives the same bits: were the boundary token
-// lumped, every token after it would be too, the bins' prefix would cross p W
-// only in the catch-all bin, and the row would take the one-CTA fallback.  0
-// (no lumping) for rows without an estimate (min-p rows: w = 0).
-template <class Policy>
-__device__ __forceinline__ uint64_t split_lump_below(int32_t vocab, double w, float top_p) {
-  if (!(w > 0.0)) return 0;
-  const int shift = 62 - (32 - __clz(vocab));  // FallbackRow::fixed_shift
-  const double lump = 0.99 * (1.0 - (double)top_p) * w * ldexp(1.0, shift) / (double)vocab;
-  return lump >= 1.0 ? (uint64_t)lump : 0;
-}
-
 template <class Policy>
 __device__ __forceinline__ float split_bins_per_unit(int64_t vocab, double w) {
   const double depth = log((double)vocab / w);
@@ -583,9 +566,8 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
     // the boundary to a few hundred tokens on near-flat rows (depth ~1) and
     // on peaked ones (depth ~10-20) alike.  W from the chunks' sums: top-p
     // rows without min-p only; others keep the fixed grid.
-    const double w = cfg.m_active ? 0.0 : chunk_mass();
-    const float per_unit = cfg.m_active ? (float)Policy::kFbBinsPerUnit : split_bins_per_unit<Policy>(a.vocab, w);
-    defer_row<Policy>(a, row_id, zmax, per_unit, Policy::kSplitLump ? split_lump_below<Policy>(a.vocab, w, cfg.top_p) : 0);
+    const float per_unit = cfg.m_active ? (float)Policy::kFbBinsPerUnit : split_bins_per_unit<Policy>(a.vocab, chunk_mass());
+    defer_row<Policy>(a, row_id, zmax, per_unit);
     return {kRowDeferred, -1, 0, kNan};
   }
   if (use_fallback) {

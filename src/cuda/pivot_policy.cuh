@@ -207,16 +207,6 @@
 #define TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE 1
 #endif
 
-// Whether pass A of a top-p row without min-p sums the tokens whose
-// fixed-point weight is below (1 - p) W / V (W the deferring kernel's
-// estimate) in registers, into the catch-all bin at the item's end, instead
-// of binning each one (1, v87).  Their total is below (1 - p) W, so the
-// boundary token is never among them (pivot_split.cuh says why); on the
-// anchors' deep rows they are ~3/4 of the row, ~2/5 on Gaussian rows.
-#ifndef TOKENSIFT_PIVOT_SPLIT_LUMP
-#define TOKENSIFT_PIVOT_SPLIT_LUMP 1
-#endif
-
 // CTAs per SM the gather launch (pass B, calls of more than
 // kSplitFusedMaxItems items, where every SM runs items) is compiled for: 3
 // caps it at 85 registers.  Left to ptxas it took 80 registers for fp32 at
@@ -393,7 +383,6 @@ struct PivotPolicy {
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   static constexpr bool kSplitRaceQueue = TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE != 0;
-  static constexpr bool kSplitLump = TOKENSIFT_PIVOT_SPLIT_LUMP != 0;
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
   static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;
   static constexpr int kSplitStreamHalfGrid = TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID;

@@ -209,33 +209,13 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   const float scale = fb.fixed_scale();
   fb.hist_clear();
   typename FallbackRow<T, Policy>::BinRun run;
-  if constexpr (Policy::kSplitLump) {
-    // Tokens below the row's lumping bound (split_lump_below) add to a
-    // register sum, one shared atomic a warp for the catch-all bin.
-    const uint64_t lump = s.lump_below;
-    uint64_t lumped = 0;
 #pragma unroll
-    for (int j = 0; j < Policy::kItems; ++j) {
-      if (!valid[j]) continue;
-      const float z = fb.z_of(x[j]);
-      if (!fb.eligible(z)) continue;
-      const uint64_t w = fb.fixed_weight(z, scale);
-      if (w < lump) lumped += w;
-      else fb.hist_weight(run, z, w);
-    }
-    fb.hist_flush(run);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) lumped += __shfl_xor_sync(0xffffffffu, lumped, o);
-    if ((threadIdx.x & 31) == 0 && lumped) fb.hist_add(Policy::kFbBins - 1, lumped);
-  } else {
-#pragma unroll
-    for (int j = 0; j < Policy::kItems; ++j) {
-      if (!valid[j]) continue;
-      const float z = fb.z_of(x[j]);
-      if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
-    }
-    fb.hist_flush(run);
+  for (int j = 0; j < Policy::kItems; ++j) {
+    if (!valid[j]) continue;
+    const float z = fb.z_of(x[j]);
+    if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
   }
+  fb.hist_flush(run);
   __syncthreads();
   TS_SPLIT_ITEM(0, item, 1, it.row_id);
   unsigned long long* hist = a.split_hist + it.row_id * Policy::kFbBins;

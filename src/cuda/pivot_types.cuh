@@ -53,7 +53,6 @@ struct SplitRow {
   unsigned long long race;    // best race key over the bins above
   uint64_t above_m;           // their fixed-point mass
   double target;              // p W in fixed-point units
-  uint64_t lump_below;        // pass A: fixed-point weights below this go to the catch-all bin (v87)
 };
 
 struct PivotArgs {
