@@ -447,13 +447,33 @@ __device__ __forceinline__ void split_pass_b_item(
         }
       }
     }
-    const uint64_t n = ReduceU64(reduce).Sum(n_above);
-    TS_SPLIT_ITEM(1, item, 2, it.row_id);
-    __syncthreads();
-    const uint64_t m = ReduceU64(reduce).Reduce(best, MaxU64{});
-    if (threadIdx.x == 0) {
-      if (n) atomicAdd(&s.above_n, (uint32_t)n);
-      if (m) atomicMax(&s.race, (unsigned long long)m);
+    if constexpr (Policy::kSplitWarpAtomics) {
+      // Each warp adds its count and its best to the row (v88): no block
+      // reduction, so no barrier between the token loop and the ticket, whose
+      // barrier and release order these atomics before the last item's reads
+      // as they order the list's appends.
+      uint32_t n = (uint32_t)n_above;
+      uint64_t m = best;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        n += __shfl_xor_sync(0xffffffffu, n, o);
+        const uint64_t y = __shfl_xor_sync(0xffffffffu, m, o);
+        m = y > m ? y : m;
+      }
+      TS_SPLIT_ITEM(1, item, 2, it.row_id);
+      if ((threadIdx.x & 31) == 0) {
+        if (n) atomicAdd(&s.above_n, n);
+        if (m) atomicMax(&s.race, (unsigned long long)m);
+      }
+    } else {
+      const uint64_t n = ReduceU64(reduce).Sum(n_above);
+      TS_SPLIT_ITEM(1, item, 2, it.row_id);
+      __syncthreads();
+      const uint64_t m = ReduceU64(reduce).Reduce(best, MaxU64{});
+      if (threadIdx.x == 0) {
+        if (n) atomicAdd(&s.above_n, (uint32_t)n);
+        if (m) atomicMax(&s.race, (unsigned long long)m);
+      }
     }
     TS_SPLIT_ITEM(1, item, 3, it.row_id);
   }
