@@ -27,9 +27,15 @@
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
 //      histogram for the bin where the prefix reaches p W.
 //   B. Each item appends its tokens of that bin to the row's global list and
-//      counts and races its tokens above it (block reduction, then one atomic
-//      add and one atomic max).  The row's last item sorts the list in shared
-//      memory, scans to the boundary, finishes the race and writes the result.
+//      counts its tokens above it; those go to a queue in shared memory and
+//      the CTA races them a thread a token (v86: raced in each thread's loop,
+//      a warp ran the race whenever one lane needed it), then each warp adds
+//      its count and best to the row by atomics (v88).  The row's last item
+//      sorts the list in shared memory, scans to the boundary, finishes the
+//      race and writes the result.
+// Both passes are bound by instructions a token, not by bytes (Nsight
+// Compute at V = 262,208 B = 1024: pass A 74 a token at 69 % issue busy);
+// a per-lane skip saves nothing while a warp's lanes disagree (v87).
 // The bins are scaled to the row (kFbDepthBins per ln(V / W), W from the
 // chunks' sums), so near-flat rows (logits within a unit or two of the max)
 // resolve here too instead of overflowing one bin of the fixed grid.
