@@ -68,6 +68,7 @@ struct FallbackSmem {
   uint64_t ubcast[4];
   int ibcast[6];
   uint32_t found;
+  int queue_n;  // split pass B: tokens above the boundary bin queued in data.list (v86)
 };
 
 struct FallbackResult {

@@ -196,6 +196,25 @@
 #define TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS 1
 #endif
 
+// Whether pass B gathers the tokens above the boundary bin into shared memory
+// and races them there, a thread a token (1, v86), instead of racing them in
+// each thread's token loop (0: kSplitRaceGroups' loop).  In the loop a warp
+// runs a Philox group and two contract logs whenever any of its lanes holds
+// a token above the bin: on deep rows (2 % of a row kept, ~11 tokens a warp
+// an item) nearly every group of every warp, 35 % of split_gather_kernel's
+// instructions at V = 262,208 B = 1024 (Nsight Compute, session 23).
+#ifndef TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE
+#define TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE 1
+#endif
+
+// Whether pass B's items add their count above the bin and their best race
+// key to the row a warp at a time (1, v88) or after two block reductions (0):
+// the reductions' barriers sat between every item's token loop and its ticket
+// (7.8 % of split_gather_kernel's stall samples at V = 262,208 B = 1024).
+#ifndef TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS
+#define TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS 1
+#endif
+
 // CTAs per SM the gather launch (pass B, calls of more than
 // kSplitFusedMaxItems items, where every SM runs items) is compiled for: 3
 // caps it at 85 registers.  Left to ptxas it took 80 registers for fp32 at
@@ -371,6 +390,8 @@ struct PivotPolicy {
   static constexpr bool kSplitStream = TOKENSIFT_PIVOT_SPLIT_STREAM != 0;
   static constexpr int kClearKernel = TOKENSIFT_PIVOT_CLEAR_KERNEL;
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
+  static constexpr bool kSplitRaceQueue = TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE != 0;
+  static constexpr bool kSplitWarpAtomics = TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS != 0;
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
   static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;
   static constexpr int kSplitStreamHalfGrid = TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID;

@@ -27,9 +27,15 @@
 //      64-bit integer atomics.  The row's last item (a ticket) scans the
 //      histogram for the bin where the prefix reaches p W.
 //   B. Each item appends its tokens of that bin to the row's global list and
-//      counts and races its tokens above it (block reduction, then one atomic
-//      add and one atomic max).  The row's last item sorts the list in shared
-//      memory, scans to the boundary, finishes the race and writes the result.
+//      counts its tokens above it; those go to a queue in shared memory and
+//      the CTA races them a thread a token (v86: raced in each thread's loop,
+//      a warp ran the race whenever one lane needed it), then each warp adds
+//      its count and best to the row by atomics (v88).  The row's last item
+//      sorts the list in shared memory, scans to the boundary, finishes the
+//      race and writes the result.
+// Both passes are bound by instructions a token, not by bytes (Nsight
+// Compute at V = 262,208 B = 1024: pass A 74 a token at 69 % issue busy);
+// a per-lane skip saves nothing while a warp's lanes disagree (v87).
 // The bins are scaled to the row (kFbDepthBins per ln(V / W), W from the
 // chunks' sums), so near-flat rows (logits within a unit or two of the max)
 // resolve here too instead of overflowing one bin of the fixed grid.
@@ -301,6 +307,74 @@ __device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& 
   }
 }
 
+// Pass B's token loop with the race compacted (v86, PivotPolicy::
+// kSplitRaceQueue): the loop only sorts each token into above the bin, in
+// it (to `append`) or below; the tokens above go, as (z, index) pairs, to a
+// queue in shared memory (`queue`, the list's space, free until the row's
+// last item loads the list there), a warp's worth reserved by one atomic;
+// then the CTA races the queue, a thread a token.  The race in the loop
+// (split_race_groups) ran a Philox group and two contract logs in a warp
+// whenever one of its lanes had a token above the bin, so on a deep row
+// (a few of a thread's 16 tokens a warp) nearly every warp ran nearly every
+// group.  The skip test is the loop's: a token is dropped only when it cannot
+// beat this thread's best exact score, so `best` has the same bits.
+template <class T, class Policy, int kN, class Append>
+__device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
+                                                  const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
+                                                  Append&& append, uint64_t* queue, int& queue_n,
+                                                  uint64_t& n_above, uint64_t& best) {
+  static_assert(kN <= 32, "a thread's tokens above the bin as one 32-bit mask");
+  static_assert(Policy::kThreads * kN <= Policy::kFbListCap, "every token of an item fits the queue");
+  static_assert(Policy::kThreads % 32 == 0, "whole warps reserve queue space");
+  constexpr float kInf = __builtin_huge_valf();
+  uint32_t above = 0;
+#pragma unroll
+  for (int j = 0; j < kN; ++j) {
+    if (!valid[j]) continue;
+    const float z = fb.z_of(x[j]);
+    if (!fb.eligible(z)) continue;
+    const int b = fb.bin_of(z);
+    if (b > bin) continue;
+    if (b == bin) append(pack_order(contract::order_key(z), (uint32_t)item_index<Policy, T>(it.begin, j)));
+    else above |= 1u << j;
+  }
+  const int n = __popc(above);
+  n_above += (uint64_t)n;
+  // The warp's inclusive prefix of n, one atomic for its total.
+  const int lane = threadIdx.x & 31;
+  int incl = n;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += y;
+  }
+  int base = 0;
+  if (lane == 31 && incl) base = atomicAdd(&queue_n, incl);
+  int at = __shfl_sync(0xffffffffu, base, 31) + incl - n;
+#pragma unroll
+  for (int j = 0; j < kN; ++j)
+    if ((above >> j) & 1u)
+      queue[at++] = ((uint64_t)__float_as_uint(fb.z_of(x[j])) << 32) | (uint32_t)item_index<Policy, T>(it.begin, j);
+  __syncthreads();
+  const int queued = queue_n;
+  float best_score = -kInf;
+  for (int q = threadIdx.x; q < queued; q += Policy::kThreads) {
+    const uint64_t e = queue[q];
+    const float z = __uint_as_float((uint32_t)(e >> 32));
+    const uint32_t idx = (uint32_t)e;
+    const uint32_t r = contract::token_bits(it.cfg.seed, it.cfg.offset, idx);
+    if (fabsf(z) < Policy::kRaceSkipMaxAbsZ &&
+        z - __logf(1.0f - contract::uniform_from_bits(r)) < best_score - Policy::kRaceSkipMargin)
+      continue;
+    const float sc = contract::race_score_from_bits(z, r);
+    const uint64_t p = pack_order(contract::order_key(sc), idx);
+    if (p > best) {
+      best = p;
+      best_score = sc;
+    }
+  }
+}
+
 // Pass B on one item: the span's tokens of the boundary bin into the row's
 // list, its tokens above the bin counted and raced; the row's last item
 // resolves the list and writes the result.  The span is kN logits a thread
@@ -331,10 +405,15 @@ __device__ __forceinline__ void split_pass_b_item(
   // whose row lists nothing drops them.
   float x[kN];
   bool valid[kN];
+  // The race queue's count (v86) is zeroed before the barrier below, which
+  // every thread passes before its token loop.
+  if (Policy::kSplitRaceQueue && threadIdx.x == 0) sm.queue_n = 0;
   if (wait) {
     load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
     if (threadIdx.x == 0)
       while (load_acquire(&s.ready) == 0u) __nanosleep(128);
+    __syncthreads();
+  } else if constexpr (Policy::kSplitRaceQueue) {
     __syncthreads();
   }
   TS_SPLIT_ITEM(1, item, 1, it.row_id);
@@ -345,7 +424,12 @@ __device__ __forceinline__ void split_pass_b_item(
   if (bin >= 0) {
     if (!wait) load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
     uint64_t best = 0, n_above = 0;
-    if constexpr (Policy::kSplitRaceGroups) {
+    if constexpr (Policy::kSplitRaceQueue) {
+      split_race_queued<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
+        const int at = atomicAdd(&s.nlist, 1);
+        if (at < Policy::kFbListCap) list[at] = p;
+      }, sm.data.list, sm.queue_n, n_above, best);
+    } else if constexpr (Policy::kSplitRaceGroups) {
       split_race_groups<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
         const int at = atomicAdd(&s.nlist, 1);
         if (at < Policy::kFbListCap) list[at] = p;
@@ -369,13 +453,33 @@ __device__ __forceinline__ void split_pass_b_item(
         }
       }
     }
-    const uint64_t n = ReduceU64(reduce).Sum(n_above);
-    TS_SPLIT_ITEM(1, item, 2, it.row_id);
-    __syncthreads();
-    const uint64_t m = ReduceU64(reduce).Reduce(best, MaxU64{});
-    if (threadIdx.x == 0) {
-      if (n) atomicAdd(&s.above_n, (uint32_t)n);
-      if (m) atomicMax(&s.race, (unsigned long long)m);
+    if constexpr (Policy::kSplitWarpAtomics) {
+      // Each warp adds its count and its best to the row (v88): no block
+      // reduction, so no barrier between the token loop and the ticket, whose
+      // barrier and release order these atomics before the last item's reads
+      // as they order the list's appends.
+      uint32_t n = (uint32_t)n_above;
+      uint64_t m = best;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        n += __shfl_xor_sync(0xffffffffu, n, o);
+        const uint64_t y = __shfl_xor_sync(0xffffffffu, m, o);
+        m = y > m ? y : m;
+      }
+      TS_SPLIT_ITEM(1, item, 2, it.row_id);
+      if ((threadIdx.x & 31) == 0) {
+        if (n) atomicAdd(&s.above_n, n);
+        if (m) atomicMax(&s.race, (unsigned long long)m);
+      }
+    } else {
+      const uint64_t n = ReduceU64(reduce).Sum(n_above);
+      TS_SPLIT_ITEM(1, item, 2, it.row_id);
+      __syncthreads();
+      const uint64_t m = ReduceU64(reduce).Reduce(best, MaxU64{});
+      if (threadIdx.x == 0) {
+        if (n) atomicAdd(&s.above_n, (uint32_t)n);
+        if (m) atomicMax(&s.race, (unsigned long long)m);
+      }
     }
     TS_SPLIT_ITEM(1, item, 3, it.row_id);
   }
