@@ -220,9 +220,11 @@
 // caps it at 85 registers.  Left to ptxas it took 80 registers for fp32 at
 // a928c40 but 120-128 for bf16, and 120 for fp32 too after v48's changes to
 // the split items and the resolve: two CTAs per SM, +12-17 % on rows that
-// all defer (v48 in docs/perf-notes.md).
+// all defer (v48 in docs/perf-notes.md).  After v86 / v88 made pass B's
+// work a token smaller, 4 (64 registers; bf16 / f16 spill 4 B) measured
+// -1.1 / -1.4 % on the anchors' p0.9, -5.6 % at V = 262,208 B >= 256 (v89).
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
-#define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
+#define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 4
 #endif
 // The streaming split launch counts pass B in half chunks: 1 (default) a
 // claim takes one half (8 logits a thread) while the halves of every row
