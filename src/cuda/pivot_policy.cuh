@@ -215,6 +215,18 @@
 #define TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS 1
 #endif
 
+// Whether the split passes' token loops drop the per-token tests a row
+// without min-p does not need (1, v90): `valid` (padding already reads as
+// -inf) and eligibility (for such a row only -inf is ineligible: deferred
+// rows hold no NaN or +inf, and a -inf token has fixed-point weight 0 in
+// pass A and falls in the catch-all bin, below any boundary bin pass B
+// gathers, in pass B).  In main's profile at V = 262,208 B = 1024 the two
+// tests were ~13 % of split_hist_kernel's and ~15 % of split_gather_kernel's
+// instructions.
+#ifndef TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS
+#define TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS 1
+#endif
+
 // CTAs per SM the gather launch (pass B, calls of more than
 // kSplitFusedMaxItems items, where every SM runs items) is compiled for: 3
 // caps it at 85 registers.  Left to ptxas it took 80 registers for fp32 at
@@ -394,6 +406,7 @@ struct PivotPolicy {
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   static constexpr bool kSplitRaceQueue = TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE != 0;
   static constexpr bool kSplitWarpAtomics = TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS != 0;
+  static constexpr bool kSplitLeanTokens = TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS != 0;
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
   static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;
   static constexpr int kSplitStreamHalfGrid = TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID;

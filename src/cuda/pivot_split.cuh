@@ -215,11 +215,17 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   const float scale = fb.fixed_scale();
   fb.hist_clear();
   typename FallbackRow<T, Policy>::BinRun run;
+  if (Policy::kSplitLeanTokens && !it.cfg.m_active) {
+    // Padding and masked tokens are -inf: weight 0, dropped by hist_token.
 #pragma unroll
-  for (int j = 0; j < Policy::kItems; ++j) {
-    if (!valid[j]) continue;
-    const float z = fb.z_of(x[j]);
-    if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+    for (int j = 0; j < Policy::kItems; ++j) fb.template hist_token<true>(run, fb.z_of(x[j]), scale);
+  } else {
+#pragma unroll
+    for (int j = 0; j < Policy::kItems; ++j) {
+      if (!valid[j]) continue;
+      const float z = fb.z_of(x[j]);
+      if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+    }
   }
   fb.hist_flush(run);
   __syncthreads();
@@ -318,6 +324,29 @@ __device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& 
 // (a few of a thread's 16 tokens a warp) nearly every warp ran nearly every
 // group.  The skip test is the loop's: a token is dropped only when it cannot
 // beat this thread's best exact score, so `best` has the same bits.
+// The tokens of the bin go to `append`; the mask of those above it is
+// returned.  kLean (PivotPolicy::kSplitLeanTokens, v90): the row has no
+// min-p and its boundary is not the catch-all bin, so the only ineligible
+// tokens, -inf (padding included), land in the catch-all bin, below `bin`,
+// and the loop needs neither `valid` nor eligibility.
+template <bool kLean, class T, class Policy, int kN, class Append>
+__device__ __forceinline__ uint32_t split_classify(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
+                                                   const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
+                                                   Append&& append) {
+  uint32_t above = 0;
+#pragma unroll
+  for (int j = 0; j < kN; ++j) {
+    if (!kLean && !valid[j]) continue;
+    const float z = fb.z_of(x[j]);
+    if (!kLean && !fb.eligible(z)) continue;
+    const int b = fb.bin_of(z);
+    if (b > bin) continue;
+    if (b == bin) append(pack_order(contract::order_key(z), (uint32_t)item_index<Policy, T>(it.begin, j)));
+    else above |= 1u << j;
+  }
+  return above;
+}
+
 template <class T, class Policy, int kN, class Append>
 __device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
                                                   const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
@@ -327,17 +356,9 @@ __device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& 
   static_assert(Policy::kThreads * kN <= Policy::kFbListCap, "every token of an item fits the queue");
   static_assert(Policy::kThreads % 32 == 0, "whole warps reserve queue space");
   constexpr float kInf = __builtin_huge_valf();
-  uint32_t above = 0;
-#pragma unroll
-  for (int j = 0; j < kN; ++j) {
-    if (!valid[j]) continue;
-    const float z = fb.z_of(x[j]);
-    if (!fb.eligible(z)) continue;
-    const int b = fb.bin_of(z);
-    if (b > bin) continue;
-    if (b == bin) append(pack_order(contract::order_key(z), (uint32_t)item_index<Policy, T>(it.begin, j)));
-    else above |= 1u << j;
-  }
+  const bool lean = Policy::kSplitLeanTokens && !it.cfg.m_active && bin < Policy::kFbBins - 1;
+  const uint32_t above = lean ? split_classify<true>(fb, x, valid, it, bin, append)
+                              : split_classify<false>(fb, x, valid, it, bin, append);
   const int n = __popc(above);
   n_above += (uint64_t)n;
   // The warp's inclusive prefix of n, one atomic for its total.
