@@ -227,6 +227,16 @@
 #define TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS 1
 #endif
 
+// Chunks a pass-B item of the gather launch covers (1 or 2).  2 (v91): an
+// item streams two consecutive chunks of its row, one after the other, and
+// pays once what an item costs besides its tokens (the claim and the
+// ticket, each a round trip to L2 behind a barrier; the row's parameters;
+// the warp atomics).  After v90 a chunk's tokens cost pass B ~10
+// instructions a thread each, so those costs were a large share of an item.
+#ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS
+#define TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS 2
+#endif
+
 // CTAs per SM the gather launch (pass B, calls of more than
 // kSplitFusedMaxItems items, where every SM runs items) is compiled for: 3
 // caps it at 85 registers.  Left to ptxas it took 80 registers for fp32 at
@@ -407,6 +417,8 @@ struct PivotPolicy {
   static constexpr bool kSplitRaceQueue = TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE != 0;
   static constexpr bool kSplitWarpAtomics = TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS != 0;
   static constexpr bool kSplitLeanTokens = TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS != 0;
+  static constexpr int kSplitGatherChunks = TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS;
+  static_assert(kSplitGatherChunks == 1 || kSplitGatherChunks == 2, "a gather item is one chunk or two");
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
   static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;
   static constexpr int kSplitStreamHalfGrid = TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID;

@@ -351,11 +351,10 @@ template <class T, class Policy, int kN, class Append>
 __device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
                                                   const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
                                                   Append&& append, uint64_t* queue, int& queue_n,
-                                                  uint64_t& n_above, uint64_t& best) {
+                                                  uint64_t& n_above, uint64_t& best, float& best_score) {
   static_assert(kN <= 32, "a thread's tokens above the bin as one 32-bit mask");
   static_assert(Policy::kThreads * kN <= Policy::kFbListCap, "every token of an item fits the queue");
   static_assert(Policy::kThreads % 32 == 0, "whole warps reserve queue space");
-  constexpr float kInf = __builtin_huge_valf();
   const bool lean = Policy::kSplitLeanTokens && !it.cfg.m_active && bin < Policy::kFbBins - 1;
   const uint32_t above = lean ? split_classify<true>(fb, x, valid, it, bin, append)
                               : split_classify<false>(fb, x, valid, it, bin, append);
@@ -378,7 +377,6 @@ __device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& 
       queue[at++] = ((uint64_t)__float_as_uint(fb.z_of(x[j])) << 32) | (uint32_t)item_index<Policy, T>(it.begin, j);
   __syncthreads();
   const int queued = queue_n;
-  float best_score = -kInf;
   for (int q = threadIdx.x; q < queued; q += Policy::kThreads) {
     const uint64_t e = queue[q];
     const float z = __uint_as_float((uint32_t)(e >> 32));
@@ -400,7 +398,10 @@ __device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& 
 // list, its tokens above the bin counted and raced; the row's last item
 // resolves the list and writes the result.  The span is kN logits a thread
 // from `begin` (a whole chunk's kItems, or half of it in the streaming
-// launch), `units` of the row's `total` on its ticket.  In the fused launch
+// launch), `units` of the row's `total` on its ticket; `spans` such spans
+// follow one another (the gather launch's items of two chunks, v91: one
+// claim, one set of row fields, one ticket and one set of warp atomics for
+// both).  In the fused launch
 // an item may start before its row's pass A has ended: thread 0 waits for
 // the row's boundary first (SplitRow::ready; the pass-A items it waits for
 // were all claimed before this one, by CTAs that are running, so the wait
@@ -409,7 +410,7 @@ template <class T, class Policy, int kN>
 __device__ __forceinline__ void split_pass_b_item(
     const PivotArgs& a, int64_t row_id, int32_t begin, int32_t units, int32_t total, int64_t item,
     FallbackSmem<Policy>& sm, typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce,
-    int& last_flag, bool wait) {
+    int& last_flag, bool wait, int spans = 1) {
   static_assert(kN == Policy::kItems || 2 * kN == Policy::kItems, "a chunk or half of one");
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   const float kNan = __int_as_float(0x7fffffff);
@@ -445,35 +446,49 @@ __device__ __forceinline__ void split_pass_b_item(
   if (bin >= 0) {
     if (!wait) load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
     uint64_t best = 0, n_above = 0;
-    if constexpr (Policy::kSplitRaceQueue) {
-      split_race_queued<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
-        const int at = atomicAdd(&s.nlist, 1);
-        if (at < Policy::kFbListCap) list[at] = p;
-      }, sm.data.list, sm.queue_n, n_above, best);
-    } else if constexpr (Policy::kSplitRaceGroups) {
-      split_race_groups<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
-        const int at = atomicAdd(&s.nlist, 1);
-        if (at < Policy::kFbListCap) list[at] = p;
-      }, n_above, best);
-    } else {
-#pragma unroll
-      for (int j = 0; j < kN; ++j) {
-        if (!valid[j]) continue;
-        const float z = fb.z_of(x[j]);
-        if (!fb.eligible(z)) continue;
-        const int b = fb.bin_of(z);
-        if (b > bin) continue;
-        const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
-        if (b == bin) {
-          const int at = atomicAdd(&s.nlist, 1);
-          if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
-        } else {
-          n_above += 1;
-          const uint64_t r = fb.race_key(z, it.cfg, idx);
-          best = r > best ? r : best;
+    float best_score = -__builtin_huge_valf();  // the queued race's skip bar, carried over the spans
+    for (int span = 0; span < spans; ++span) {
+      if (span > 0) {
+        // The next span's loads go out before the barriers: x is free once the
+        // previous span's tokens are classified and queued.
+        it.begin += kN * Policy::kThreads;
+        load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
+        if constexpr (Policy::kSplitRaceQueue) {
+          __syncthreads();  // every thread has raced the previous span's queue
+          if (threadIdx.x == 0) sm.queue_n = 0;
+          __syncthreads();
         }
       }
-    }
+      if constexpr (Policy::kSplitRaceQueue) {
+        split_race_queued<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
+          const int at = atomicAdd(&s.nlist, 1);
+          if (at < Policy::kFbListCap) list[at] = p;
+        }, sm.data.list, sm.queue_n, n_above, best, best_score);
+      } else if constexpr (Policy::kSplitRaceGroups) {
+        split_race_groups<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
+          const int at = atomicAdd(&s.nlist, 1);
+          if (at < Policy::kFbListCap) list[at] = p;
+        }, n_above, best);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kN; ++j) {
+          if (!valid[j]) continue;
+          const float z = fb.z_of(x[j]);
+          if (!fb.eligible(z)) continue;
+          const int b = fb.bin_of(z);
+          if (b > bin) continue;
+          const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
+          if (b == bin) {
+            const int at = atomicAdd(&s.nlist, 1);
+            if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
+          } else {
+            n_above += 1;
+            const uint64_t r = fb.race_key(z, it.cfg, idx);
+            best = r > best ? r : best;
+          }
+        }
+      }
+    }  // spans
     if constexpr (Policy::kSplitWarpAtomics) {
       // Each warp adds its count and its best to the row (v88): no block
       // reduction, so no barrier between the token loop and the ticket, whose
@@ -574,12 +589,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlock
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   TS_SPLIT_ENTRY(2);
-  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
+  constexpr int kPer = Policy::kSplitGatherChunks;  // chunks an item (v91)
+  const int32_t per_row = (a.chunks + kPer - 1) / kPer;
+  const int64_t items = (int64_t)*a.deferred_count * per_row;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
-       item = next_item(&a.split_next[1], item_slot))
-    split_pass_b_item<T, Policy, Policy::kItems>(a, deferred_row(a, item / a.chunks),
-                                                 (int32_t)(item % a.chunks) * Policy::kChunk, 1, a.chunks, item, sm,
-                                                 reduce, last_flag, false);
+       item = next_item(&a.split_next[1], item_slot)) {
+    const int32_t c0 = (int32_t)(item % per_row) * kPer;
+    const int32_t n = min(kPer, a.chunks - c0);
+    split_pass_b_item<T, Policy, Policy::kItems>(a, deferred_row(a, item / per_row), c0 * Policy::kChunk, n, a.chunks,
+                                                 item, sm, reduce, last_flag, false, n);
+  }
   TS_SPLIT_EXIT(2);
 }
 
