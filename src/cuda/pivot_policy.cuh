@@ -227,6 +227,15 @@
 #define TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS 1
 #endif
 
+// Whether pass A on rows without min-p bins every token, weight 0 included,
+// from a run open on the catch-all bin (1, v92; FallbackRow::
+// hist_token_any_weight) instead of testing each token's weight and whether
+// a run is open (0).  Adding 0 changes no bin, so the histogram has the same
+// bits.
+#ifndef TOKENSIFT_PIVOT_SPLIT_LEAN_HIST
+#define TOKENSIFT_PIVOT_SPLIT_LEAN_HIST 1
+#endif
+
 // Chunks a pass-B item of the gather launch covers (1 or 2).  2 (v91): an
 // item streams two consecutive chunks of its row, one after the other, and
 // pays once what an item costs besides its tokens (the claim and the
@@ -418,6 +427,7 @@ struct PivotPolicy {
   static constexpr bool kSplitWarpAtomics = TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS != 0;
   static constexpr bool kSplitLeanTokens = TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS != 0;
   static constexpr int kSplitGatherChunks = TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS;
+  static constexpr bool kSplitLeanHist = TOKENSIFT_PIVOT_SPLIT_LEAN_HIST != 0;
   static_assert(kSplitGatherChunks == 1 || kSplitGatherChunks == 2, "a gather item is one chunk or two");
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
   static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;

@@ -215,7 +215,12 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   const float scale = fb.fixed_scale();
   fb.hist_clear();
   typename FallbackRow<T, Policy>::BinRun run;
-  if (Policy::kSplitLeanTokens && !it.cfg.m_active) {
+  if (Policy::kSplitLeanHist && !it.cfg.m_active) {
+    // Padding and masked tokens are -inf: weight 0 in the catch-all bin.
+    run.bin = Policy::kFbBins - 1;
+#pragma unroll
+    for (int j = 0; j < Policy::kItems; ++j) fb.hist_token_any_weight(run, fb.z_of(x[j]), scale);
+  } else if (Policy::kSplitLeanTokens && !it.cfg.m_active) {
     // Padding and masked tokens are -inf: weight 0, dropped by hist_token.
 #pragma unroll
     for (int j = 0; j < Policy::kItems; ++j) fb.template hist_token<true>(run, fb.z_of(x[j]), scale);
