@@ -133,6 +133,11 @@ struct FallbackRow {
     bins_per_unit = b;
     depth_cap = (float)(kBins - 1) / b;
   }
+  // The same from a depth_cap divided once for the row (SplitRow, v93).
+  __device__ void set_bins(float b, float cap) {
+    bins_per_unit = b;
+    depth_cap = cap;
+  }
 
   __device__ double block_sum(double v) {
     return block_allreduce(sm.bcast[0], [&] { return typename FallbackSmem<Policy>::ReduceF64(sm.temp.f64).Sum(v); });

@@ -236,6 +236,15 @@
 #define TOKENSIFT_PIVOT_SPLIT_LEAN_HIST 1
 #endif
 
+// Whether the split items read the row's temperature, min-p, seed, offset
+// and bin range from its SplitRow, where defer_row derived them once (1,
+// v93), or each item loads and derives the six per-row values (0).  In
+// v90's profile of split_gather_kernel those loads, their derivation and the
+// bin-width division were ~17 % of its instructions.
+#ifndef TOKENSIFT_PIVOT_SPLIT_ROW_FIELDS
+#define TOKENSIFT_PIVOT_SPLIT_ROW_FIELDS 1
+#endif
+
 // Chunks a pass-B item of the gather launch covers (1 or 2).  2 (v91): an
 // item streams two consecutive chunks of its row, one after the other, and
 // pays once what an item costs besides its tokens (the claim and the
@@ -428,6 +437,7 @@ struct PivotPolicy {
   static constexpr bool kSplitLeanTokens = TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS != 0;
   static constexpr int kSplitGatherChunks = TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS;
   static constexpr bool kSplitLeanHist = TOKENSIFT_PIVOT_SPLIT_LEAN_HIST != 0;
+  static constexpr bool kSplitRowFields = TOKENSIFT_PIVOT_SPLIT_ROW_FIELDS != 0;
   static_assert(kSplitGatherChunks == 1 || kSplitGatherChunks == 2, "a gather item is one chunk or two");
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
   static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;

@@ -148,15 +148,43 @@ struct SplitItem {
   const T* row;
 };
 
-// Chunk `chunk` of row `row_id`.
+// Chunk `chunk` of row `row_id`.  With PivotPolicy::kSplitRowFields (v93)
+// its cfg holds only what an item's tokens need (temperature, min-p, seed,
+// offset), from the row's SplitRow; a row's last item, which decides,
+// reads the whole (split_row_config).
 template <class T, class Policy>
 __device__ SplitItem<T, Policy> split_item(const PivotArgs& a, int64_t row_id, int32_t chunk) {
   SplitItem<T, Policy> it;
   it.row_id = row_id;
   it.begin = chunk * Policy::kChunk;
-  it.cfg = load_row_config(a.params, it.row_id, a.vocab);
+  if constexpr (Policy::kSplitRowFields) {
+    const SplitRow& s = a.split[row_id];
+    it.cfg = RowConfig{};
+    it.cfg.temperature = s.temperature;
+    it.cfg.ln_minp = s.ln_minp;
+    it.cfg.m_active = s.m_active != 0u;
+    it.cfg.seed = s.seed;
+    it.cfg.offset = s.offset;
+    it.cfg.p_active = true;  // only top-p rows defer
+  } else {
+    it.cfg = load_row_config(a.params, it.row_id, a.vocab);
+  }
   it.row = static_cast<const T*>(a.logits) + it.row_id * a.row_stride;
   return it;
+}
+
+// The row's whole RowConfig, for the item that decides.
+template <class T, class Policy>
+__device__ __forceinline__ RowConfig split_row_config(const PivotArgs& a, const SplitItem<T, Policy>& it) {
+  if constexpr (Policy::kSplitRowFields) return load_row_config(a.params, it.row_id, a.vocab);
+  else return it.cfg;
+}
+
+// The bin width of the row's histogram.
+template <class T, class Policy>
+__device__ __forceinline__ void split_set_bins(FallbackRow<T, Policy>& fb, const SplitRow& s) {
+  if constexpr (Policy::kSplitRowFields) fb.set_bins(s.bins_per_unit, s.depth_cap);
+  else fb.set_bins_per_unit(s.bins_per_unit);
 }
 
 // The row of a launch's deferred-list slot, once the pivot kernel is over.
@@ -211,7 +239,7 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
   SplitRow& s = a.split[it.row_id];
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
-  fb.set_bins_per_unit(s.bins_per_unit);
+  split_set_bins(fb, s);
   const float scale = fb.fixed_scale();
   fb.hist_clear();
   typename FallbackRow<T, Policy>::BinRun run;
@@ -246,7 +274,7 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   if (last_a) {
     TS_SPLIT_ROW(it.row_id, 2);
     const auto bd = fb.template find_boundary<true>(
-        [&](int b) { return (uint64_t)load_cg(&hist[b]); }, it.cfg);
+        [&](int b) { return (uint64_t)load_cg(&hist[b]); }, split_row_config(a, it));
     if (threadIdx.x == 0) {
       s.bin = bd.bin;
       s.above_m = bd.above;
@@ -445,7 +473,7 @@ __device__ __forceinline__ void split_pass_b_item(
   }
   TS_SPLIT_ITEM(1, item, 1, it.row_id);
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
-  fb.set_bins_per_unit(s.bins_per_unit);
+  split_set_bins(fb, s);
   uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
   const int bin = load_cg(&s.bin);  // from L2: pass A's last item may have run in this launch
   if (bin >= 0) {
@@ -528,6 +556,7 @@ __device__ __forceinline__ void split_pass_b_item(
   TS_SPLIT_ITEM(1, item, 4, it.row_id);
   if (last_b) {
     TS_SPLIT_ROW(it.row_id, 5);
+    const RowConfig cfg = split_row_config(a, it);
     const int nlist = load_cg(&s.nlist);
     FallbackResult r;
     bool done = false;
@@ -538,7 +567,7 @@ __device__ __forceinline__ void split_pass_b_item(
       HistStage st;
       const uint64_t best = threadIdx.x == 0 ? (uint64_t)load_cg(&s.race) : 0;
       done = fb.template resolve_list<true>(nlist, load_cg(&s.above_m), (int)load_cg(&s.above_n),
-                                            load_cg(&s.target), it.cfg, true, best, st);
+                                            load_cg(&s.target), cfg, true, best, st);
       if (done) r = fb.from_stage(st);
       TS_SPLIT_ROW(it.row_id, 7);
     }
@@ -546,8 +575,8 @@ __device__ __forceinline__ void split_pass_b_item(
     TS_SPLIT_INFO(it.row_id, 1, done ? 0 : 1);
     TS_SPLIT_INFO(it.row_id, 2, bin);
     if (!done) {  // the one-CTA fallback (it may take its generic path)
-      if constexpr (Policy::kSplitRunCall) r = run_fallback_out_of_line(fb, it.cfg);
-      else r = fb.run(it.cfg);
+      if constexpr (Policy::kSplitRunCall) r = run_fallback_out_of_line(fb, cfg);
+      else r = fb.run(cfg);
     }
     if (threadIdx.x == 0) {
       float lp = kNan;
@@ -594,13 +623,20 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlock
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   TS_SPLIT_ENTRY(2);
-  constexpr int kPer = Policy::kSplitGatherChunks;  // chunks an item (v91)
-  const int32_t per_row = (a.chunks + kPer - 1) / kPer;
+  // Chunks an item (v91): two once the call has at least two chunks for
+  // each CTA that runs at once; with fewer, items of one chunk end sooner
+  // (a CTA would run an item of two where two CTAs could run one each).
+  uint32_t sms;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+  const int64_t slots = min((int64_t)gridDim.x, (int64_t)sms * Policy::kSplitGatherMinBlocksPerSm);
+  const int64_t chunks = (int64_t)*a.deferred_count * a.chunks;
+  const int per = Policy::kSplitGatherChunks == 2 && chunks >= 2 * slots ? 2 : 1;
+  const int32_t per_row = (a.chunks + per - 1) / per;
   const int64_t items = (int64_t)*a.deferred_count * per_row;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
        item = next_item(&a.split_next[1], item_slot)) {
-    const int32_t c0 = (int32_t)(item % per_row) * kPer;
-    const int32_t n = min(kPer, a.chunks - c0);
+    const int32_t c0 = (int32_t)(item % per_row) * per;
+    const int32_t n = min(per, a.chunks - c0);
     split_pass_b_item<T, Policy, Policy::kItems>(a, deferred_row(a, item / per_row), c0 * Policy::kChunk, n, a.chunks,
                                                  item, sm, reduce, last_flag, false, n);
   }
