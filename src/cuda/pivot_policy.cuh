@@ -236,6 +236,13 @@
 #define TOKENSIFT_PIVOT_SPLIT_LEAN_HIST 1
 #endif
 
+// Chunks a pass-A item of the hist launch covers (1 or 2; v94): as
+// kSplitGatherChunks for pass A, where a pair also flushes its shared
+// histogram (2,048 bins) to the row's once instead of twice.
+#ifndef TOKENSIFT_PIVOT_SPLIT_HIST_CHUNKS
+#define TOKENSIFT_PIVOT_SPLIT_HIST_CHUNKS 2
+#endif
+
 // Whether the split items read the row's temperature, min-p, seed, offset
 // and bin range from its SplitRow, where defer_row derived them once (1,
 // v93), or each item loads and derives the six per-row values (0).  In
@@ -436,6 +443,12 @@ struct PivotPolicy {
   static constexpr bool kSplitWarpAtomics = TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS != 0;
   static constexpr bool kSplitLeanTokens = TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS != 0;
   static constexpr int kSplitGatherChunks = TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS;
+  static constexpr int kSplitHistChunks = TOKENSIFT_PIVOT_SPLIT_HIST_CHUNKS;
+  static_assert(kSplitHistChunks == 1 || kSplitHistChunks == 2, "a hist item is one chunk or two");
+  // CTAs a SM runs at once in either two-launch pass (the gather's launch
+  // bound; split_hist_kernel's 60 registers give 4 too): the two-chunk
+  // items' rule counts the call's chunks against the CTAs that run at once.
+  static constexpr int kSplitPairCtasPerSm = 4;
   static constexpr bool kSplitLeanHist = TOKENSIFT_PIVOT_SPLIT_LEAN_HIST != 0;
   static constexpr bool kSplitRowFields = TOKENSIFT_PIVOT_SPLIT_ROW_FIELDS != 0;
   static_assert(kSplitGatherChunks == 1 || kSplitGatherChunks == 2, "a gather item is one chunk or two");

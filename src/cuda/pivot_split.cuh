@@ -223,11 +223,13 @@ __device__ bool split_last_n(uint32_t* ticket, int32_t units, int32_t total, int
   return flag;
 }
 
-// Pass A on one item: the chunk's histogram into the row's; the row's last
-// item finds the boundary bin and publishes it (SplitRow::ready).
+// Pass A on one item: the histogram of its `spans` consecutive chunks (two
+// in split_hist_kernel's paired items, v94: one flush of the histogram, one
+// claim, one ticket for both) into the row's; the row's last item finds the
+// boundary bin and publishes it (SplitRow::ready).
 template <class T, class Policy>
 __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t row_id, int32_t chunk, int64_t item,
-                                                  FallbackSmem<Policy>& sm, int& last_flag) {
+                                                  FallbackSmem<Policy>& sm, int& last_flag, int spans = 1) {
   const SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, chunk);
   TS_SPLIT_ROW_FIRST(it.row_id, 1);
   TS_SPLIT_ITEM(0, item, 0, it.row_id);
@@ -243,21 +245,24 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   const float scale = fb.fixed_scale();
   fb.hist_clear();
   typename FallbackRow<T, Policy>::BinRun run;
-  if (Policy::kSplitLeanHist && !it.cfg.m_active) {
-    // Padding and masked tokens are -inf: weight 0 in the catch-all bin.
-    run.bin = Policy::kFbBins - 1;
+  const bool lean_hist = Policy::kSplitLeanHist && !it.cfg.m_active;
+  if (lean_hist) run.bin = Policy::kFbBins - 1;  // weight 0 (padding, -inf) goes to the catch-all bin
+  for (int span = 0; span < spans; ++span) {
+    if (span > 0) load_chunk<T, Policy>(it.row, a.vocab, it.begin + span * Policy::kChunk, x, valid);
+    if (lean_hist) {
 #pragma unroll
-    for (int j = 0; j < Policy::kItems; ++j) fb.hist_token_any_weight(run, fb.z_of(x[j]), scale);
-  } else if (Policy::kSplitLeanTokens && !it.cfg.m_active) {
-    // Padding and masked tokens are -inf: weight 0, dropped by hist_token.
+      for (int j = 0; j < Policy::kItems; ++j) fb.hist_token_any_weight(run, fb.z_of(x[j]), scale);
+    } else if (Policy::kSplitLeanTokens && !it.cfg.m_active) {
+      // Padding and masked tokens are -inf: weight 0, dropped by hist_token.
 #pragma unroll
-    for (int j = 0; j < Policy::kItems; ++j) fb.template hist_token<true>(run, fb.z_of(x[j]), scale);
-  } else {
+      for (int j = 0; j < Policy::kItems; ++j) fb.template hist_token<true>(run, fb.z_of(x[j]), scale);
+    } else {
 #pragma unroll
-    for (int j = 0; j < Policy::kItems; ++j) {
-      if (!valid[j]) continue;
-      const float z = fb.z_of(x[j]);
-      if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+      for (int j = 0; j < Policy::kItems; ++j) {
+        if (!valid[j]) continue;
+        const float z = fb.z_of(x[j]);
+        if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+      }
     }
   }
   fb.hist_flush(run);
@@ -269,7 +274,7 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
     if (v) atomicAdd(&hist[b], (unsigned long long)v);
   }
   TS_SPLIT_ITEM(0, item, 2, it.row_id);
-  const bool last_a = split_last<Policy>(&s.ticket_a, a.chunks, last_flag);
+  const bool last_a = split_last_n<Policy>(&s.ticket_a, spans, a.chunks, last_flag);
   TS_SPLIT_ITEM(0, item, 3, it.row_id);
   if (last_a) {
     TS_SPLIT_ROW(it.row_id, 2);
@@ -599,6 +604,19 @@ __device__ __forceinline__ void split_pass_b_item(
 #define TS_SPLIT_FUSED_BOUNDS __launch_bounds__(Policy::kThreads)
 #endif
 
+// Chunks an item of a two-launch pass covers: `most` (the policy's 1 or 2)
+// once the call has at least two chunks for each CTA that runs at once
+// (v91); with fewer, items of one chunk end sooner (a CTA would run an item
+// of two where two CTAs could run one each).
+template <class Policy>
+__device__ __forceinline__ int split_chunks_per_item(const PivotArgs& a, int most) {
+  uint32_t sms;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+  const int64_t slots = min((int64_t)gridDim.x, (int64_t)sms * Policy::kSplitPairCtasPerSm);
+  const int64_t chunks = (int64_t)*a.deferred_count * a.chunks;
+  return most == 2 && chunks >= 2 * slots ? 2 : 1;
+}
+
 // The two passes as two launches (calls above kSplitFusedMaxItems items):
 // pass B reads what pass A published at the launch boundary.
 template <class T, class Policy>
@@ -607,11 +625,15 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   TS_SPLIT_ENTRY(1);
-  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
+  const int per = split_chunks_per_item<Policy>(a, Policy::kSplitHistChunks);  // v94
+  const int32_t per_row = (a.chunks + per - 1) / per;
+  const int64_t items = (int64_t)*a.deferred_count * per_row;
   for (int64_t item = next_item(&a.split_next[0], item_slot); item < items;
-       item = next_item(&a.split_next[0], item_slot))
-    split_pass_a_item<T, Policy>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm,
-                                 last_flag);
+       item = next_item(&a.split_next[0], item_slot)) {
+    const int32_t c0 = (int32_t)(item % per_row) * per;
+    split_pass_a_item<T, Policy>(a, deferred_row(a, item / per_row), c0, item, sm, last_flag,
+                                 min(per, a.chunks - c0));
+  }
   TS_SPLIT_EXIT(1);
 }
 
@@ -623,14 +645,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlock
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   TS_SPLIT_ENTRY(2);
-  // Chunks an item (v91): two once the call has at least two chunks for
-  // each CTA that runs at once; with fewer, items of one chunk end sooner
-  // (a CTA would run an item of two where two CTAs could run one each).
-  uint32_t sms;
-  asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
-  const int64_t slots = min((int64_t)gridDim.x, (int64_t)sms * Policy::kSplitGatherMinBlocksPerSm);
-  const int64_t chunks = (int64_t)*a.deferred_count * a.chunks;
-  const int per = Policy::kSplitGatherChunks == 2 && chunks >= 2 * slots ? 2 : 1;
+  const int per = split_chunks_per_item<Policy>(a, Policy::kSplitGatherChunks);  // v91
   const int32_t per_row = (a.chunks + per - 1) / per;
   const int64_t items = (int64_t)*a.deferred_count * per_row;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
