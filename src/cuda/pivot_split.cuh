@@ -35,7 +35,15 @@
 //      race and writes the result.
 // Both passes are bound by instructions a token, not by bytes (Nsight
 // Compute at V = 262,208 B = 1024: pass A 74 a token at 69 % issue busy);
-// a per-lane skip saves nothing while a warp's lanes disagree (v87).
+// a per-lane skip saves nothing while a warp's lanes disagree (v87).  So
+// the token loops carry no test a row does not need: without min-p, padding
+// and masked tokens are -inf, which lands in the catch-all bin with weight
+// 0, so neither validity nor eligibility is tested (v90), and pass A bins
+// every token from a run already open on that bin (v92).  What an item
+// costs besides its tokens is paid less often: the row's fields are derived
+// once, when the row is deferred (SplitRow, v93), and in the two-launch form
+// an item covers two chunks once the call has two for every CTA that runs
+// at once (v91 pass B, v94 pass A: one claim, one ticket, one flush).
 // The bins are scaled to the row (kFbDepthBins per ln(V / W), W from the
 // chunks' sums), so near-flat rows (logits within a unit or two of the max)
 // resolve here too instead of overflowing one bin of the fixed grid.
