@@ -222,7 +222,8 @@
 // pass A and falls in the catch-all bin, below any boundary bin pass B
 // gathers, in pass B).  In main's profile at V = 262,208 B = 1024 the two
 // tests were ~13 % of split_hist_kernel's and ~15 % of split_gather_kernel's
-// instructions.
+// instructions; v90 took 17 % / 21 % of them off (the anchors' p0.9 -2.2 /
+// -2.4 % geomean, -5..-7 % at V = 262,208 B = 1024).
 #ifndef TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS
 #define TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS 1
 #endif
@@ -258,6 +259,8 @@
 // ticket, each a round trip to L2 behind a barrier; the row's parameters;
 // the warp atomics).  After v90 a chunk's tokens cost pass B ~10
 // instructions a thread each, so those costs were a large share of an item.
+// v91-v94 together: split_gather -24 %, split_hist -21 %, p0.9 -13.8 % at
+// fp32 V = 262,208 B = 1024 (docs/perf-notes.md).
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS
 #define TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS 2
 #endif
