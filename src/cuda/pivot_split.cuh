@@ -211,18 +211,9 @@ __device__ __forceinline__ int64_t next_item(uint32_t* counter, int64_t& slot) {
   return slot;
 }
 
-// The last of a row's `chunks` items to arrive, after every earlier item's
-// global writes are visible.
-template <class Policy>
-__device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
-  __syncthreads();
-  if (threadIdx.x == 0) flag = ticket_arrive(ticket) == (uint32_t)(chunks - 1);
-  __syncthreads();
-  return flag;
-}
-
-// The same for items that each cover `units` of the row's `total` (the
-// streaming launch's pass B counts half chunks).
+// Whether this item, covering `units` of the row's `total` (chunks; the
+// streaming launch's pass B counts half chunks), is the row's last to
+// arrive, after every earlier item's global writes are visible.
 template <class Policy>
 __device__ bool split_last_n(uint32_t* ticket, int32_t units, int32_t total, int& flag) {
   __syncthreads();
