@@ -133,6 +133,11 @@ struct FallbackRow {
     bins_per_unit = b;
     depth_cap = (float)(kBins - 1) / b;
   }
+  // The same from a depth_cap divided once for the row (SplitRow, v93).
+  __device__ void set_bins(float b, float cap) {
+    bins_per_unit = b;
+    depth_cap = cap;
+  }
 
   __device__ double block_sum(double v) {
     return block_allreduce(sm.bcast[0], [&] { return typename FallbackSmem<Policy>::ReduceF64(sm.temp.f64).Sum(v); });
@@ -204,6 +209,23 @@ struct FallbackRow {
   }
   __device__ void hist_flush(const BinRun& run) {
     if (run.bin >= 0) hist_add(run.bin, run.sum);
+  }
+  // hist_token<true> for the split's pass A on rows without min-p (v92):
+  // every token is binned, weight 0 included (adding 0 changes no bin: -inf
+  // tokens add 0 to the catch-all bin, where hist_token skipped them), and
+  // the run starts open on the catch-all bin with sum 0 (BinRun{kBins - 1}),
+  // so the step tests neither the weight nor whether a run is open: in
+  // split_hist_kernel's SASS those were a 64-bit compare, two branches and
+  // their convergence barriers a token.
+  __device__ void hist_token_any_weight(BinRun& run, float z, float scale) {
+    const uint64_t w = fixed_weight(z, scale);
+    const int b = bin_of(z);
+    if (b != run.bin) {
+      hist_add(run.bin, run.sum);
+      run.bin = b;
+      run.sum = 0;
+    }
+    run.sum += w;
   }
 
   // Where the prefix of the binned measure (value(b), bin 0 first) reaches k

@@ -173,7 +173,7 @@ __host__ __device__ inline bool split_vocab_ok(int64_t vocab) {
 // the streaming split launch may be running already and takes the row as soon
 // as it sees the entry (pivot_split.cuh, split_stream_kernel).
 template <class Policy>
-__device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float bins_per_unit) {
+__device__ void defer_row(const PivotArgs& a, int64_t row_id, const RowConfig& cfg, float zmax, float bins_per_unit) {
   unsigned long long* hist = a.split_hist + row_id * Policy::kFbBins;
   for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) hist[b] = 0;
   __syncthreads();
@@ -182,6 +182,12 @@ __device__ void defer_row(const PivotArgs& a, int64_t row_id, float zmax, float 
     s.zmax = zmax;
     s.bin = -1;
     s.bins_per_unit = bins_per_unit;
+    s.depth_cap = (float)(Policy::kFbBins - 1) / bins_per_unit;  // FallbackRow::set_bins_per_unit's division
+    s.temperature = cfg.temperature;
+    s.ln_minp = cfg.ln_minp;
+    s.m_active = cfg.m_active;
+    s.seed = cfg.seed;
+    s.offset = cfg.offset;
     a.split[row_id] = s;
     store_release(&a.deferred_rows[atomicAdd(a.deferred_count, 1u)], (uint32_t)row_id + 1u);
   }
@@ -567,7 +573,7 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
     // on peaked ones (depth ~10-20) alike.  W from the chunks' sums: top-p
     // rows without min-p only; others keep the fixed grid.
     const float per_unit = cfg.m_active ? (float)Policy::kFbBinsPerUnit : split_bins_per_unit<Policy>(a.vocab, chunk_mass());
-    defer_row<Policy>(a, row_id, zmax, per_unit);
+    defer_row<Policy>(a, row_id, cfg, zmax, per_unit);
     return {kRowDeferred, -1, 0, kNan};
   }
   if (use_fallback) {

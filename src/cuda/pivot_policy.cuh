@@ -215,14 +215,66 @@
 #define TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS 1
 #endif
 
+// Whether the split passes' token loops drop the per-token tests a row
+// without min-p does not need (1, v90): `valid` (padding already reads as
+// -inf) and eligibility (for such a row only -inf is ineligible: deferred
+// rows hold no NaN or +inf, and a -inf token has fixed-point weight 0 in
+// pass A and falls in the catch-all bin, below any boundary bin pass B
+// gathers, in pass B).  In main's profile at V = 262,208 B = 1024 the two
+// tests were ~13 % of split_hist_kernel's and ~15 % of split_gather_kernel's
+// instructions; v90 took 17 % / 21 % of them off (the anchors' p0.9 -2.2 /
+// -2.4 % geomean, -5..-7 % at V = 262,208 B = 1024).
+#ifndef TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS
+#define TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS 1
+#endif
+
+// Whether pass A on rows without min-p bins every token, weight 0 included,
+// from a run open on the catch-all bin (1, v92; FallbackRow::
+// hist_token_any_weight) instead of testing each token's weight and whether
+// a run is open (0).  Adding 0 changes no bin, so the histogram has the same
+// bits.
+#ifndef TOKENSIFT_PIVOT_SPLIT_LEAN_HIST
+#define TOKENSIFT_PIVOT_SPLIT_LEAN_HIST 1
+#endif
+
+// Chunks a pass-A item of the hist launch covers (1 or 2; v94): as
+// kSplitGatherChunks for pass A, where a pair also flushes its shared
+// histogram (2,048 bins) to the row's once instead of twice.
+#ifndef TOKENSIFT_PIVOT_SPLIT_HIST_CHUNKS
+#define TOKENSIFT_PIVOT_SPLIT_HIST_CHUNKS 2
+#endif
+
+// Whether the split items read the row's temperature, min-p, seed, offset
+// and bin range from its SplitRow, where defer_row derived them once (1,
+// v93), or each item loads and derives the six per-row values (0).  In
+// v90's profile of split_gather_kernel those loads, their derivation and the
+// bin-width division were ~17 % of its instructions.
+#ifndef TOKENSIFT_PIVOT_SPLIT_ROW_FIELDS
+#define TOKENSIFT_PIVOT_SPLIT_ROW_FIELDS 1
+#endif
+
+// Chunks a pass-B item of the gather launch covers (1 or 2).  2 (v91): an
+// item streams two consecutive chunks of its row, one after the other, and
+// pays once what an item costs besides its tokens (the claim and the
+// ticket, each a round trip to L2 behind a barrier; the row's parameters;
+// the warp atomics).  After v90 a chunk's tokens cost pass B ~10
+// instructions a thread each, so those costs were a large share of an item.
+// v91-v94 together: split_gather -24 %, split_hist -21 %, p0.9 -13.8 % at
+// fp32 V = 262,208 B = 1024 (docs/perf-notes.md).
+#ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS
+#define TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS 2
+#endif
+
 // CTAs per SM the gather launch (pass B, calls of more than
 // kSplitFusedMaxItems items, where every SM runs items) is compiled for: 3
 // caps it at 85 registers.  Left to ptxas it took 80 registers for fp32 at
 // a928c40 but 120-128 for bf16, and 120 for fp32 too after v48's changes to
 // the split items and the resolve: two CTAs per SM, +12-17 % on rows that
-// all defer (v48 in docs/perf-notes.md).
+// all defer (v48 in docs/perf-notes.md).  After v86 / v88 made pass B's
+// work a token smaller, 4 (64 registers; bf16 / f16 spill 4 B) measured
+// -1.1 / -1.4 % on the anchors' p0.9, -5.6 % at V = 262,208 B >= 256 (v89).
 #ifndef TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS
-#define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 3
+#define TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS 4
 #endif
 // The streaming split launch counts pass B in half chunks: 1 (default) a
 // claim takes one half (8 logits a thread) while the halves of every row
@@ -392,6 +444,17 @@ struct PivotPolicy {
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   static constexpr bool kSplitRaceQueue = TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE != 0;
   static constexpr bool kSplitWarpAtomics = TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS != 0;
+  static constexpr bool kSplitLeanTokens = TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS != 0;
+  static constexpr int kSplitGatherChunks = TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS;
+  static constexpr int kSplitHistChunks = TOKENSIFT_PIVOT_SPLIT_HIST_CHUNKS;
+  static_assert(kSplitHistChunks == 1 || kSplitHistChunks == 2, "a hist item is one chunk or two");
+  // CTAs a SM runs at once in either two-launch pass (the gather's launch
+  // bound; split_hist_kernel's 60 registers give 4 too): the two-chunk
+  // items' rule counts the call's chunks against the CTAs that run at once.
+  static constexpr int kSplitPairCtasPerSm = 4;
+  static constexpr bool kSplitLeanHist = TOKENSIFT_PIVOT_SPLIT_LEAN_HIST != 0;
+  static constexpr bool kSplitRowFields = TOKENSIFT_PIVOT_SPLIT_ROW_FIELDS != 0;
+  static_assert(kSplitGatherChunks == 1 || kSplitGatherChunks == 2, "a gather item is one chunk or two");
   static constexpr int kSplitGatherMinBlocksPerSm = TOKENSIFT_PIVOT_SPLIT_GATHER_MIN_BLOCKS;
   static constexpr int kSplitHalves = TOKENSIFT_PIVOT_SPLIT_HALVES;
   static constexpr int kSplitStreamHalfGrid = TOKENSIFT_PIVOT_SPLIT_STREAM_HALF_GRID;

@@ -35,7 +35,15 @@
 //      race and writes the result.
 // Both passes are bound by instructions a token, not by bytes (Nsight
 // Compute at V = 262,208 B = 1024: pass A 74 a token at 69 % issue busy);
-// a per-lane skip saves nothing while a warp's lanes disagree (v87).
+// a per-lane skip saves nothing while a warp's lanes disagree (v87).  So
+// the token loops carry no test a row does not need: without min-p, padding
+// and masked tokens are -inf, which lands in the catch-all bin with weight
+// 0, so neither validity nor eligibility is tested (v90), and pass A bins
+// every token from a run already open on that bin (v92).  What an item
+// costs besides its tokens is paid less often: the row's fields are derived
+// once, when the row is deferred (SplitRow, v93), and in the two-launch form
+// an item covers two chunks once the call has two for every CTA that runs
+// at once (v91 pass B, v94 pass A: one claim, one ticket, one flush).
 // The bins are scaled to the row (kFbDepthBins per ln(V / W), W from the
 // chunks' sums), so near-flat rows (logits within a unit or two of the max)
 // resolve here too instead of overflowing one bin of the fixed grid.
@@ -148,15 +156,43 @@ struct SplitItem {
   const T* row;
 };
 
-// Chunk `chunk` of row `row_id`.
+// Chunk `chunk` of row `row_id`.  With PivotPolicy::kSplitRowFields (v93)
+// its cfg holds only what an item's tokens need (temperature, min-p, seed,
+// offset), from the row's SplitRow; a row's last item, which decides,
+// reads the whole (split_row_config).
 template <class T, class Policy>
 __device__ SplitItem<T, Policy> split_item(const PivotArgs& a, int64_t row_id, int32_t chunk) {
   SplitItem<T, Policy> it;
   it.row_id = row_id;
   it.begin = chunk * Policy::kChunk;
-  it.cfg = load_row_config(a.params, it.row_id, a.vocab);
+  if constexpr (Policy::kSplitRowFields) {
+    const SplitRow& s = a.split[row_id];
+    it.cfg = RowConfig{};
+    it.cfg.temperature = s.temperature;
+    it.cfg.ln_minp = s.ln_minp;
+    it.cfg.m_active = s.m_active != 0u;
+    it.cfg.seed = s.seed;
+    it.cfg.offset = s.offset;
+    it.cfg.p_active = true;  // only top-p rows defer
+  } else {
+    it.cfg = load_row_config(a.params, it.row_id, a.vocab);
+  }
   it.row = static_cast<const T*>(a.logits) + it.row_id * a.row_stride;
   return it;
+}
+
+// The row's whole RowConfig, for the item that decides.
+template <class T, class Policy>
+__device__ __forceinline__ RowConfig split_row_config(const PivotArgs& a, const SplitItem<T, Policy>& it) {
+  if constexpr (Policy::kSplitRowFields) return load_row_config(a.params, it.row_id, a.vocab);
+  else return it.cfg;
+}
+
+// The bin width of the row's histogram.
+template <class T, class Policy>
+__device__ __forceinline__ void split_set_bins(FallbackRow<T, Policy>& fb, const SplitRow& s) {
+  if constexpr (Policy::kSplitRowFields) fb.set_bins(s.bins_per_unit, s.depth_cap);
+  else fb.set_bins_per_unit(s.bins_per_unit);
 }
 
 // The row of a launch's deferred-list slot, once the pivot kernel is over.
@@ -175,18 +211,9 @@ __device__ __forceinline__ int64_t next_item(uint32_t* counter, int64_t& slot) {
   return slot;
 }
 
-// The last of a row's `chunks` items to arrive, after every earlier item's
-// global writes are visible.
-template <class Policy>
-__device__ bool split_last(uint32_t* ticket, int32_t chunks, int& flag) {
-  __syncthreads();
-  if (threadIdx.x == 0) flag = ticket_arrive(ticket) == (uint32_t)(chunks - 1);
-  __syncthreads();
-  return flag;
-}
-
-// The same for items that each cover `units` of the row's `total` (the
-// streaming launch's pass B counts half chunks).
+// Whether this item, covering `units` of the row's `total` (chunks; the
+// streaming launch's pass B counts half chunks), is the row's last to
+// arrive, after every earlier item's global writes are visible.
 template <class Policy>
 __device__ bool split_last_n(uint32_t* ticket, int32_t units, int32_t total, int& flag) {
   __syncthreads();
@@ -195,11 +222,13 @@ __device__ bool split_last_n(uint32_t* ticket, int32_t units, int32_t total, int
   return flag;
 }
 
-// Pass A on one item: the chunk's histogram into the row's; the row's last
-// item finds the boundary bin and publishes it (SplitRow::ready).
+// Pass A on one item: the histogram of its `spans` consecutive chunks (two
+// in split_hist_kernel's paired items, v94: one flush of the histogram, one
+// claim, one ticket for both) into the row's; the row's last item finds the
+// boundary bin and publishes it (SplitRow::ready).
 template <class T, class Policy>
 __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t row_id, int32_t chunk, int64_t item,
-                                                  FallbackSmem<Policy>& sm, int& last_flag) {
+                                                  FallbackSmem<Policy>& sm, int& last_flag, int spans = 1) {
   const SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, chunk);
   TS_SPLIT_ROW_FIRST(it.row_id, 1);
   TS_SPLIT_ITEM(0, item, 0, it.row_id);
@@ -211,15 +240,29 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   load_chunk<T, Policy>(it.row, a.vocab, it.begin, x, valid);
   SplitRow& s = a.split[it.row_id];
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
-  fb.set_bins_per_unit(s.bins_per_unit);
+  split_set_bins(fb, s);
   const float scale = fb.fixed_scale();
   fb.hist_clear();
   typename FallbackRow<T, Policy>::BinRun run;
+  const bool lean_hist = Policy::kSplitLeanHist && !it.cfg.m_active;
+  if (lean_hist) run.bin = Policy::kFbBins - 1;  // weight 0 (padding, -inf) goes to the catch-all bin
+  for (int span = 0; span < spans; ++span) {
+    if (span > 0) load_chunk<T, Policy>(it.row, a.vocab, it.begin + span * Policy::kChunk, x, valid);
+    if (lean_hist) {
 #pragma unroll
-  for (int j = 0; j < Policy::kItems; ++j) {
-    if (!valid[j]) continue;
-    const float z = fb.z_of(x[j]);
-    if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+      for (int j = 0; j < Policy::kItems; ++j) fb.hist_token_any_weight(run, fb.z_of(x[j]), scale);
+    } else if (Policy::kSplitLeanTokens && !it.cfg.m_active) {
+      // Padding and masked tokens are -inf: weight 0, dropped by hist_token.
+#pragma unroll
+      for (int j = 0; j < Policy::kItems; ++j) fb.template hist_token<true>(run, fb.z_of(x[j]), scale);
+    } else {
+#pragma unroll
+      for (int j = 0; j < Policy::kItems; ++j) {
+        if (!valid[j]) continue;
+        const float z = fb.z_of(x[j]);
+        if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+      }
+    }
   }
   fb.hist_flush(run);
   __syncthreads();
@@ -230,12 +273,12 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
     if (v) atomicAdd(&hist[b], (unsigned long long)v);
   }
   TS_SPLIT_ITEM(0, item, 2, it.row_id);
-  const bool last_a = split_last<Policy>(&s.ticket_a, a.chunks, last_flag);
+  const bool last_a = split_last_n<Policy>(&s.ticket_a, spans, a.chunks, last_flag);
   TS_SPLIT_ITEM(0, item, 3, it.row_id);
   if (last_a) {
     TS_SPLIT_ROW(it.row_id, 2);
     const auto bd = fb.template find_boundary<true>(
-        [&](int b) { return (uint64_t)load_cg(&hist[b]); }, it.cfg);
+        [&](int b) { return (uint64_t)load_cg(&hist[b]); }, split_row_config(a, it));
     if (threadIdx.x == 0) {
       s.bin = bd.bin;
       s.above_m = bd.above;
@@ -318,26 +361,40 @@ __device__ __forceinline__ void split_race_groups(const FallbackRow<T, Policy>& 
 // (a few of a thread's 16 tokens a warp) nearly every warp ran nearly every
 // group.  The skip test is the loop's: a token is dropped only when it cannot
 // beat this thread's best exact score, so `best` has the same bits.
-template <class T, class Policy, int kN, class Append>
-__device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
-                                                  const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
-                                                  Append&& append, uint64_t* queue, int& queue_n,
-                                                  uint64_t& n_above, uint64_t& best) {
-  static_assert(kN <= 32, "a thread's tokens above the bin as one 32-bit mask");
-  static_assert(Policy::kThreads * kN <= Policy::kFbListCap, "every token of an item fits the queue");
-  static_assert(Policy::kThreads % 32 == 0, "whole warps reserve queue space");
-  constexpr float kInf = __builtin_huge_valf();
+// The tokens of the bin go to `append`; the mask of those above it is
+// returned.  kLean (PivotPolicy::kSplitLeanTokens, v90): the row has no
+// min-p and its boundary is not the catch-all bin, so the only ineligible
+// tokens, -inf (padding included), land in the catch-all bin, below `bin`,
+// and the loop needs neither `valid` nor eligibility.
+template <bool kLean, class T, class Policy, int kN, class Append>
+__device__ __forceinline__ uint32_t split_classify(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
+                                                   const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
+                                                   Append&& append) {
   uint32_t above = 0;
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
-    if (!valid[j]) continue;
+    if (!kLean && !valid[j]) continue;
     const float z = fb.z_of(x[j]);
-    if (!fb.eligible(z)) continue;
+    if (!kLean && !fb.eligible(z)) continue;
     const int b = fb.bin_of(z);
     if (b > bin) continue;
     if (b == bin) append(pack_order(contract::order_key(z), (uint32_t)item_index<Policy, T>(it.begin, j)));
     else above |= 1u << j;
   }
+  return above;
+}
+
+template <class T, class Policy, int kN, class Append>
+__device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& fb, const float (&x)[kN],
+                                                  const bool (&valid)[kN], const SplitItem<T, Policy>& it, int bin,
+                                                  Append&& append, uint64_t* queue, int& queue_n,
+                                                  uint64_t& n_above, uint64_t& best, float& best_score) {
+  static_assert(kN <= 32, "a thread's tokens above the bin as one 32-bit mask");
+  static_assert(Policy::kThreads * kN <= Policy::kFbListCap, "every token of an item fits the queue");
+  static_assert(Policy::kThreads % 32 == 0, "whole warps reserve queue space");
+  const bool lean = Policy::kSplitLeanTokens && !it.cfg.m_active && bin < Policy::kFbBins - 1;
+  const uint32_t above = lean ? split_classify<true>(fb, x, valid, it, bin, append)
+                              : split_classify<false>(fb, x, valid, it, bin, append);
   const int n = __popc(above);
   n_above += (uint64_t)n;
   // The warp's inclusive prefix of n, one atomic for its total.
@@ -357,7 +414,6 @@ __device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& 
       queue[at++] = ((uint64_t)__float_as_uint(fb.z_of(x[j])) << 32) | (uint32_t)item_index<Policy, T>(it.begin, j);
   __syncthreads();
   const int queued = queue_n;
-  float best_score = -kInf;
   for (int q = threadIdx.x; q < queued; q += Policy::kThreads) {
     const uint64_t e = queue[q];
     const float z = __uint_as_float((uint32_t)(e >> 32));
@@ -379,7 +435,10 @@ __device__ __forceinline__ void split_race_queued(const FallbackRow<T, Policy>& 
 // list, its tokens above the bin counted and raced; the row's last item
 // resolves the list and writes the result.  The span is kN logits a thread
 // from `begin` (a whole chunk's kItems, or half of it in the streaming
-// launch), `units` of the row's `total` on its ticket.  In the fused launch
+// launch), `units` of the row's `total` on its ticket; `spans` such spans
+// follow one another (the gather launch's items of two chunks, v91: one
+// claim, one set of row fields, one ticket and one set of warp atomics for
+// both).  In the fused launch
 // an item may start before its row's pass A has ended: thread 0 waits for
 // the row's boundary first (SplitRow::ready; the pass-A items it waits for
 // were all claimed before this one, by CTAs that are running, so the wait
@@ -388,7 +447,7 @@ template <class T, class Policy, int kN>
 __device__ __forceinline__ void split_pass_b_item(
     const PivotArgs& a, int64_t row_id, int32_t begin, int32_t units, int32_t total, int64_t item,
     FallbackSmem<Policy>& sm, typename cub::BlockReduce<uint64_t, Policy::kThreads>::TempStorage& reduce,
-    int& last_flag, bool wait) {
+    int& last_flag, bool wait, int spans = 1) {
   static_assert(kN == Policy::kItems || 2 * kN == Policy::kItems, "a chunk or half of one");
   using ReduceU64 = cub::BlockReduce<uint64_t, Policy::kThreads>;
   const float kNan = __int_as_float(0x7fffffff);
@@ -418,41 +477,55 @@ __device__ __forceinline__ void split_pass_b_item(
   }
   TS_SPLIT_ITEM(1, item, 1, it.row_id);
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
-  fb.set_bins_per_unit(s.bins_per_unit);
+  split_set_bins(fb, s);
   uint64_t* list = a.split_list + it.row_id * Policy::kFbListCap;
   const int bin = load_cg(&s.bin);  // from L2: pass A's last item may have run in this launch
   if (bin >= 0) {
     if (!wait) load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
     uint64_t best = 0, n_above = 0;
-    if constexpr (Policy::kSplitRaceQueue) {
-      split_race_queued<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
-        const int at = atomicAdd(&s.nlist, 1);
-        if (at < Policy::kFbListCap) list[at] = p;
-      }, sm.data.list, sm.queue_n, n_above, best);
-    } else if constexpr (Policy::kSplitRaceGroups) {
-      split_race_groups<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
-        const int at = atomicAdd(&s.nlist, 1);
-        if (at < Policy::kFbListCap) list[at] = p;
-      }, n_above, best);
-    } else {
-#pragma unroll
-      for (int j = 0; j < kN; ++j) {
-        if (!valid[j]) continue;
-        const float z = fb.z_of(x[j]);
-        if (!fb.eligible(z)) continue;
-        const int b = fb.bin_of(z);
-        if (b > bin) continue;
-        const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
-        if (b == bin) {
-          const int at = atomicAdd(&s.nlist, 1);
-          if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
-        } else {
-          n_above += 1;
-          const uint64_t r = fb.race_key(z, it.cfg, idx);
-          best = r > best ? r : best;
+    float best_score = -__builtin_huge_valf();  // the queued race's skip bar, carried over the spans
+    for (int span = 0; span < spans; ++span) {
+      if (span > 0) {
+        // The next span's loads go out before the barriers: x is free once the
+        // previous span's tokens are classified and queued.
+        it.begin += kN * Policy::kThreads;
+        load_items<T, Policy, kN>(it.row, a.vocab, it.begin, x, valid);
+        if constexpr (Policy::kSplitRaceQueue) {
+          __syncthreads();  // every thread has raced the previous span's queue
+          if (threadIdx.x == 0) sm.queue_n = 0;
+          __syncthreads();
         }
       }
-    }
+      if constexpr (Policy::kSplitRaceQueue) {
+        split_race_queued<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
+          const int at = atomicAdd(&s.nlist, 1);
+          if (at < Policy::kFbListCap) list[at] = p;
+        }, sm.data.list, sm.queue_n, n_above, best, best_score);
+      } else if constexpr (Policy::kSplitRaceGroups) {
+        split_race_groups<T, Policy, kN>(fb, x, valid, it, bin, [&](uint64_t p) {
+          const int at = atomicAdd(&s.nlist, 1);
+          if (at < Policy::kFbListCap) list[at] = p;
+        }, n_above, best);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kN; ++j) {
+          if (!valid[j]) continue;
+          const float z = fb.z_of(x[j]);
+          if (!fb.eligible(z)) continue;
+          const int b = fb.bin_of(z);
+          if (b > bin) continue;
+          const uint32_t idx = (uint32_t)item_index<Policy, T>(it.begin, j);
+          if (b == bin) {
+            const int at = atomicAdd(&s.nlist, 1);
+            if (at < Policy::kFbListCap) list[at] = pack_order(contract::order_key(z), idx);
+          } else {
+            n_above += 1;
+            const uint64_t r = fb.race_key(z, it.cfg, idx);
+            best = r > best ? r : best;
+          }
+        }
+      }
+    }  // spans
     if constexpr (Policy::kSplitWarpAtomics) {
       // Each warp adds its count and its best to the row (v88): no block
       // reduction, so no barrier between the token loop and the ticket, whose
@@ -487,6 +560,7 @@ __device__ __forceinline__ void split_pass_b_item(
   TS_SPLIT_ITEM(1, item, 4, it.row_id);
   if (last_b) {
     TS_SPLIT_ROW(it.row_id, 5);
+    const RowConfig cfg = split_row_config(a, it);
     const int nlist = load_cg(&s.nlist);
     FallbackResult r;
     bool done = false;
@@ -497,7 +571,7 @@ __device__ __forceinline__ void split_pass_b_item(
       HistStage st;
       const uint64_t best = threadIdx.x == 0 ? (uint64_t)load_cg(&s.race) : 0;
       done = fb.template resolve_list<true>(nlist, load_cg(&s.above_m), (int)load_cg(&s.above_n),
-                                            load_cg(&s.target), it.cfg, true, best, st);
+                                            load_cg(&s.target), cfg, true, best, st);
       if (done) r = fb.from_stage(st);
       TS_SPLIT_ROW(it.row_id, 7);
     }
@@ -505,8 +579,8 @@ __device__ __forceinline__ void split_pass_b_item(
     TS_SPLIT_INFO(it.row_id, 1, done ? 0 : 1);
     TS_SPLIT_INFO(it.row_id, 2, bin);
     if (!done) {  // the one-CTA fallback (it may take its generic path)
-      if constexpr (Policy::kSplitRunCall) r = run_fallback_out_of_line(fb, it.cfg);
-      else r = fb.run(it.cfg);
+      if constexpr (Policy::kSplitRunCall) r = run_fallback_out_of_line(fb, cfg);
+      else r = fb.run(cfg);
     }
     if (threadIdx.x == 0) {
       float lp = kNan;
@@ -529,6 +603,19 @@ __device__ __forceinline__ void split_pass_b_item(
 #define TS_SPLIT_FUSED_BOUNDS __launch_bounds__(Policy::kThreads)
 #endif
 
+// Chunks an item of a two-launch pass covers: `most` (the policy's 1 or 2)
+// once the call has at least two chunks for each CTA that runs at once
+// (v91); with fewer, items of one chunk end sooner (a CTA would run an item
+// of two where two CTAs could run one each).
+template <class Policy>
+__device__ __forceinline__ int split_chunks_per_item(const PivotArgs& a, int most) {
+  uint32_t sms;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+  const int64_t slots = min((int64_t)gridDim.x, (int64_t)sms * Policy::kSplitPairCtasPerSm);
+  const int64_t chunks = (int64_t)*a.deferred_count * a.chunks;
+  return most == 2 && chunks >= 2 * slots ? 2 : 1;
+}
+
 // The two passes as two launches (calls above kSplitFusedMaxItems items):
 // pass B reads what pass A published at the launch boundary.
 template <class T, class Policy>
@@ -537,11 +624,15 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   TS_SPLIT_ENTRY(1);
-  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
+  const int per = split_chunks_per_item<Policy>(a, Policy::kSplitHistChunks);  // v94
+  const int32_t per_row = (a.chunks + per - 1) / per;
+  const int64_t items = (int64_t)*a.deferred_count * per_row;
   for (int64_t item = next_item(&a.split_next[0], item_slot); item < items;
-       item = next_item(&a.split_next[0], item_slot))
-    split_pass_a_item<T, Policy>(a, deferred_row(a, item / a.chunks), (int32_t)(item % a.chunks), item, sm,
-                                 last_flag);
+       item = next_item(&a.split_next[0], item_slot)) {
+    const int32_t c0 = (int32_t)(item % per_row) * per;
+    split_pass_a_item<T, Policy>(a, deferred_row(a, item / per_row), c0, item, sm, last_flag,
+                                 min(per, a.chunks - c0));
+  }
   TS_SPLIT_EXIT(1);
 }
 
@@ -553,12 +644,16 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitGatherMinBlock
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
   TS_SPLIT_ENTRY(2);
-  const int64_t items = (int64_t)*a.deferred_count * a.chunks;
+  const int per = split_chunks_per_item<Policy>(a, Policy::kSplitGatherChunks);  // v91
+  const int32_t per_row = (a.chunks + per - 1) / per;
+  const int64_t items = (int64_t)*a.deferred_count * per_row;
   for (int64_t item = next_item(&a.split_next[1], item_slot); item < items;
-       item = next_item(&a.split_next[1], item_slot))
-    split_pass_b_item<T, Policy, Policy::kItems>(a, deferred_row(a, item / a.chunks),
-                                                 (int32_t)(item % a.chunks) * Policy::kChunk, 1, a.chunks, item, sm,
-                                                 reduce, last_flag, false);
+       item = next_item(&a.split_next[1], item_slot)) {
+    const int32_t c0 = (int32_t)(item % per_row) * per;
+    const int32_t n = min(per, a.chunks - c0);
+    split_pass_b_item<T, Policy, Policy::kItems>(a, deferred_row(a, item / per_row), c0 * Policy::kChunk, n, a.chunks,
+                                                 item, sm, reduce, last_flag, false, n);
+  }
   TS_SPLIT_EXIT(2);
 }
 

@@ -53,6 +53,14 @@ struct SplitRow {
   unsigned long long race;    // best race key over the bins above
   uint64_t above_m;           // their fixed-point mass
   double target;              // p W in fixed-point units
+  // What every item of the row needs of its parameters, derived once by
+  // defer_row (v93, PivotPolicy::kSplitRowFields): each item read and
+  // derived the six per-row values itself, and divided for depth_cap.
+  float temperature;
+  float ln_minp;
+  float depth_cap;            // FallbackRow::depth_cap for bins_per_unit
+  uint32_t m_active;
+  uint64_t seed, offset;
 };
 
 struct PivotArgs {

@@ -895,6 +895,10 @@ void expect_path_clean(const char* name, const Tally& t, const AloneTally& alone
 // row keeps thousands (2,048 and 1,824 items, one fused launch): more items
 // than the launch has resident CTAs, so pass-B items wait on boundaries while
 // other rows' pass-A items still run; each row must give its row-alone bits.
+// The fifth, 64 Gaussian rows at V = 262,208, all deep: 4,160 chunks, so the
+// two launches' items take two chunks each (split_chunks_per_item: at least
+// two chunks for each CTA that runs at once), and each row's 65th chunk is
+// an item alone; the rows alone run the one fused launch, a chunk an item.
 // The test asks for at least 8 deep rows in all.
 TEST(GpuSampler, SplitFallbackOneOrTwoLaunchesAgree) {
   TS_REQUIRE_GPU();
@@ -909,7 +913,8 @@ TEST(GpuSampler, SplitFallbackOneOrTwoLaunchesAgree) {
   } cases[] = {{128, 129280, DType::kF32, Dist::kOutlierHead},
                {96, 262208, DType::kBF16, Dist::kOutlierHead},
                {64, 129280, DType::kF32, Dist::kGaussian},
-               {48, 151936, DType::kBF16, Dist::kGaussian}};
+               {48, 151936, DType::kBF16, Dist::kGaussian},
+               {64, 262208, DType::kF32, Dist::kGaussian}};
   for (const auto& c : cases) {
     BatchOptions o;
     o.dist = c.dist;
