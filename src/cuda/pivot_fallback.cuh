@@ -195,13 +195,21 @@ struct FallbackRow {
     int bin = -1;
     uint64_t sum = 0;
   };
-  template <bool kTopP>
+  // kAnyWeight (the split's pass A on rows without min-p, v92): every token
+  // is binned, weight 0 included (adding 0 changes no bin: -inf tokens add 0
+  // to the catch-all bin, where the default step skips them), and the
+  // caller opens the run on the catch-all bin with sum 0, so the step tests
+  // neither the weight nor whether a run is open: in split_hist_kernel's
+  // SASS those were a 64-bit compare, two branches and their convergence
+  // barriers a token.
+  template <bool kTopP, bool kAnyWeight = false>
   __device__ void hist_token(BinRun& run, float z, float scale) {
+    static_assert(kTopP || !kAnyWeight, "any-weight binning is the top-p mass histogram's");
     const uint64_t w = kTopP ? fixed_weight(z, scale) : 1u;
-    if (w == 0) return;
+    if (!kAnyWeight && w == 0) return;
     const int b = bin_of(z);
     if (b != run.bin) {
-      if (run.bin >= 0) hist_add(run.bin, run.sum);
+      if (kAnyWeight || run.bin >= 0) hist_add(run.bin, run.sum);
       run.bin = b;
       run.sum = 0;
     }
@@ -209,23 +217,6 @@ struct FallbackRow {
   }
   __device__ void hist_flush(const BinRun& run) {
     if (run.bin >= 0) hist_add(run.bin, run.sum);
-  }
-  // hist_token<true> for the split's pass A on rows without min-p (v92):
-  // every token is binned, weight 0 included (adding 0 changes no bin: -inf
-  // tokens add 0 to the catch-all bin, where hist_token skipped them), and
-  // the run starts open on the catch-all bin with sum 0 (BinRun{kBins - 1}),
-  // so the step tests neither the weight nor whether a run is open: in
-  // split_hist_kernel's SASS those were a 64-bit compare, two branches and
-  // their convergence barriers a token.
-  __device__ void hist_token_any_weight(BinRun& run, float z, float scale) {
-    const uint64_t w = fixed_weight(z, scale);
-    const int b = bin_of(z);
-    if (b != run.bin) {
-      hist_add(run.bin, run.sum);
-      run.bin = b;
-      run.sum = 0;
-    }
-    run.sum += w;
   }
 
   // Where the prefix of the binned measure (value(b), bin 0 first) reaches k

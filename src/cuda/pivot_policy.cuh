@@ -230,7 +230,7 @@
 
 // Whether pass A on rows without min-p bins every token, weight 0 included,
 // from a run open on the catch-all bin (1, v92; FallbackRow::
-// hist_token_any_weight) instead of testing each token's weight and whether
+// hist_token<true, true>) instead of testing each token's weight and whether
 // a run is open (0).  Adding 0 changes no bin, so the histogram has the same
 // bits.
 #ifndef TOKENSIFT_PIVOT_SPLIT_LEAN_HIST

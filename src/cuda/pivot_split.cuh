@@ -250,7 +250,7 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
     if (span > 0) load_chunk<T, Policy>(it.row, a.vocab, it.begin + span * Policy::kChunk, x, valid);
     if (lean_hist) {
 #pragma unroll
-      for (int j = 0; j < Policy::kItems; ++j) fb.hist_token_any_weight(run, fb.z_of(x[j]), scale);
+      for (int j = 0; j < Policy::kItems; ++j) fb.template hist_token<true, true>(run, fb.z_of(x[j]), scale);
     } else if (Policy::kSplitLeanTokens && !it.cfg.m_active) {
       // Padding and masked tokens are -inf: weight 0, dropped by hist_token.
 #pragma unroll
