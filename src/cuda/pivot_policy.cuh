@@ -135,6 +135,13 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP
 #define TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP 1
 #endif
+// Whether the row-CTA kernel's top-k rows end in the CTA-wide rank finish
+// (1: cta_topk_finish on lists of up to kThreads, no final compaction
+// below that) or in a compaction to kWarpList and the one-warp finish (0,
+// v94's; perf-notes v96).
+#ifndef TOKENSIFT_PIVOT_ROWCTA_CTA_FINISH
+#define TOKENSIFT_PIVOT_ROWCTA_CTA_FINISH 1
+#endif
 // Whether fp32 min-p rows load one iteration ahead too (1; 0: v34's SASS).
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD_MINP32 1
@@ -413,6 +420,12 @@ struct PivotPolicy {
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
+  // Top-k rows' finish (pivot_rowcta.cuh): the whole CTA ranks the list
+  // (up to kThreads entries, compacted to kWarpList only when longer) and
+  // forms each position's mass and race score at once, where a compaction
+  // (1.6 us a row) and the one-warp finish (2.9 us: sort 1.0, race 0.9)
+  // ran one after the other (dev/rowcta_trace, fp32 k50 B = 128).
+  static constexpr bool kRowCtaCtaFinish = TOKENSIFT_PIVOT_ROWCTA_CTA_FINISH != 0;
   static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this
   static constexpr int kRowCtaMinPCompactions = 8;  // min-p rows: list compactions before the gather takes over
   // The first whole iteration's loads issued with the sample, ahead of the

@@ -112,6 +112,7 @@
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
 
+#include "cuda/cta_list_finish.cuh"
 #include "cuda/pivot_chunk.cuh"
 #include "cuda/pivot_launch.hpp"
 #include "cuda/pivot_merge.cuh"
@@ -175,6 +176,17 @@ __device__ __noinline__ RowResult rowcta_finish(const PivotArgs& a, int64_t row_
                                                 PivotSmem<Policy>& smem, bool use_list, uint64_t next, float zmax,
                                                 double row_mass) {
   return decide_and_draw<T, Policy>(a, row_id, cfg, smem.merge, smem.fallback, use_list, next, zmax, row_mass);
+}
+
+// Top-k rows' finish by the whole CTA (kRowCtaCtaFinish): the list (at most
+// kThreads entries) ranked and its top 64 decided and raced as the one-warp
+// finish would on the same top 64 (cta_list_finish.cuh: the same bits).
+// Out of line for the streaming loop's registers, like rowcta_finish.
+template <class Policy>
+__device__ __noinline__ WarpListResult rowcta_cta_finish(const uint64_t* cand, int n, uint64_t next,
+                                                         const RowConfig& cfg, float zmax, bool want_mass) {
+  __shared__ CtaFinishSmem fs;
+  return cta_topk_finish<Policy::kThreads>(cand, n, next == 0, next, cfg, zmax, want_mass, fs);
 }
 
 // The first tau from a sample of the row (a 16-byte vector per thread: 4
@@ -301,6 +313,10 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
   __shared__ typename ChunkSmem<Policy>::Reduce::TempStorage stats_temp;
   __shared__ uint32_t max_key_sh;  // min-p rows: order key of the largest z so far
   __shared__ int overflow_sh;      // min-p rows: more survivors than the buffer holds
+  __shared__ int finish_decided_sh;  // top-k rows: the CTA finish decided the row
+  // Top-k rows end in the CTA-wide rank finish (kRowCtaCtaFinish).
+  constexpr bool kCtaFinishTopK = kTopKKind && Policy::kRowCtaCtaFinish;
+  static_assert(!kCtaFinishTopK || Policy::kWarpList == kCtaFinishList, "the finish decides from the top 64");
   MergeSmem<Policy>& sm = smem.merge;
   const int64_t row_id = blockIdx.x;
   TS_ROWCTA_NS(0);
@@ -819,13 +835,36 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         next = 0ull;
       } else {
         // Top-p rows leave a list over kPreselect to decide_and_draw's own
-        // pre-selection, as the chunked merge does.
-        if (!kTopP && sm.count > Policy::kWarpList) rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
+        // pre-selection, as the chunked merge does; the CTA finish ranks
+        // lists of up to kThreads as they are (the anchors' rows list ~160).
+        constexpr int kFinishCap = kCtaFinishTopK ? Policy::kThreads : Policy::kWarpList;
+        if (!kTopP && sm.count > kFinishCap) rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
         __syncthreads();
         next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
       }
       TS_ROWCTA_MARK(5);
-      r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, use_list, next, zmax, kTopP ? row_mass_sh : -1.0);
+      bool decided = false;
+      if constexpr (kCtaFinishTopK) {
+        const WarpListResult w = rowcta_cta_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, a.out.logprobs != nullptr);
+        if (threadIdx.x == 0) {
+          finish_decided_sh = w.decided;
+          if (w.decided) {
+            // decide_and_draw's result and log-prob from the same values.
+            float lp = kNan;
+            if (a.out.logprobs) {
+              const float z = contract::scale(to_float(row[w.token]), cfg.temperature);
+              lp = (float)(((double)z - (double)zmax) - log(w.kept_mass));
+            }
+            r = {TOKENSIFT_ROW_OK, w.token, w.kept, lp};
+          }
+        }
+        __syncthreads();
+        decided = finish_decided_sh != 0;
+      }
+      // Any list the CTA finish leaves undecided (none is expected: the
+      // list holds the row's top k, or every eligible token) takes the merge.
+      if (!decided)
+        r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, use_list, next, zmax, kTopP ? row_mass_sh : -1.0);
       TS_ROWCTA_MARK(6);
     }
   }

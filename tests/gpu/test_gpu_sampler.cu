@@ -1107,6 +1107,53 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
 
+// The row-CTA top-k finish (pivot_rowcta.cuh, cta_list_finish.cuh) ranks
+// the row's list as it stands when it holds at most 256 entries (four
+// threads a key up to 64, two up to 128, one up to 256) and compacts it to
+// 64 first only when longer; its top 64 must decide as the one-warp finish's
+// list did.  The list at the finish holds every eligible token while V is at
+// most the first tau's aim (PivotPolicy::kRowCtaAim, 256, for fp32 calls of
+// 256 rows; kRowCtaFineAim, 144, for 16-bit rows), so V sets its length:
+// 40 .. 256 reach each ranking form and its edges (64 / 65, 128 / 129, 256),
+// and V = 257, 300 and 4,099 lists of about the aim, above 256 in part.
+// 256 rows a batch, kind = row % 3: N(0, 1); N(0, 1) rounded to halves
+// (runs of ties across the k-th and the 64th place); N(0, 2^2) with five
+// tokens boosted by +6..+10 (the kept set's mass at one end).  Every batch
+// matches the CPU backend (log-probs included) and its rows sampled alone
+// (the cluster kernel, which compacts to 64 and ranks four threads a key)
+// give the same bits.
+TEST(GpuSampler, RowCtaTopKFinishListLengthsMatchCpuAndRowsAlone) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["rowcta_finish_lengths"];
+  int reported = 0;
+  AloneTally alone;
+  const ScalarFilter filters[] = {{1.0f, 50, 0.9f, 0.0f}, {0.7f, 63, 1.0f, 0.0f}, {1.0f, 1, 1.0f, 0.0f},
+                                  {1.3f, 20, 0.5f, 0.0f}};
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (int64_t vocab : {40, 64, 65, 100, 128, 129, 200, 256, 257, 300, 4099}) {
+      HostBatch b(256, vocab, vocab, dt);
+      Rng rng(8800 + (uint64_t)dt * 131 + (uint64_t)vocab);
+      std::vector<float> x((size_t)vocab);
+      for (int64_t r = 0; r < b.rows; ++r) {
+        const int kind = (int)(r % 3);
+        for (int64_t i = 0; i < vocab; ++i) {
+          const double g = rng.normal();
+          x[i] = kind == 0 ? (float)g : kind == 1 ? (float)(std::round(2.0 * g) / 2.0) : (float)(2.0 * g);
+        }
+        if (kind == 2)
+          for (int j = 0; j < 5; ++j) x[(size_t)((j * 37 + r * 11) % vocab)] += (float)(6.0 + j);
+        for (float& v : x) v = round_to_dtype(v, dt);
+        b.set_row(r, x.data());
+        b.seed[r] = 7100 + (uint64_t)r, b.offset[r] = (uint64_t)r * 7;
+      }
+      for (const ScalarFilter& f : filters) {
+        f.set_rows(b);  // k >= V (V = 40): not top-k rows; the plain race takes them
+        check_batch_and_rows_alone(b, f, /*logprobs=*/true, t, reported, alone, false, /*alone_stride=*/32);
+      }
+    }
+  expect_path_clean("rowcta_finish_lengths", t, alone);
+}
+
 // Rows that reach the row-CTA min-p kernel's gate (pivot_rowcta.cuh; set
 // the first time a row's list passes half full) and its second pass, 256
 // per batch at V = 129,280 (kind = row % 4), per-row seeds and offsets:
