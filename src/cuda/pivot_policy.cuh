@@ -135,10 +135,10 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP
 #define TOKENSIFT_PIVOT_ROWCTA_OFFER_LOOP 1
 #endif
-// Whether the row-CTA kernel's top-k rows end in the CTA-wide rank finish
-// (1: cta_topk_finish on lists of up to kThreads, no final compaction
-// below that) or in a compaction to kWarpList and the one-warp finish (0,
-// v94's; perf-notes v96).
+// How the row-CTA kernel's top-k rows end (perf-notes v96, v96b): 0 a
+// compaction to kWarpList and the one-warp finish (v94's); 1 the same
+// compaction and the CTA-wide finish (cta_topk_finish); 2 the CTA-wide
+// finish ranking lists of up to kThreads itself, compacting only longer ones.
 #ifndef TOKENSIFT_PIVOT_ROWCTA_CTA_FINISH
 #define TOKENSIFT_PIVOT_ROWCTA_CTA_FINISH 1
 #endif
@@ -420,12 +420,16 @@ struct PivotPolicy {
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
-  // Top-k rows' finish (pivot_rowcta.cuh): the whole CTA ranks the list
-  // (up to kThreads entries, compacted to kWarpList only when longer) and
-  // forms each position's mass and race score at once, where a compaction
-  // (1.6 us a row) and the one-warp finish (2.9 us: sort 1.0, race 0.9)
-  // ran one after the other (dev/rowcta_trace, fp32 k50 B = 128).
+  // Top-k rows' finish (pivot_rowcta.cuh): the whole CTA ranks the list and
+  // forms each position's mass and race score at once, where the one-warp
+  // finish (2.9 us a row: sort 1.0, race 0.9) ran them one after the other
+  // (dev/rowcta_trace, fp32 k50 B = 128).  The list is compacted to
+  // kWarpList first (kRowCtaCtaFinishCap; 1.6 us): ranking the ~165 entries
+  // of a 16-bit row's list at one thread a key took the finish 2.97 ->
+  // 3.84 us at bf16 k50 B = 256 (v96's trace), ~5,000 warp instructions a
+  // CTA beside the co-resident CTA's stream.
   static constexpr bool kRowCtaCtaFinish = TOKENSIFT_PIVOT_ROWCTA_CTA_FINISH != 0;
+  static constexpr int kRowCtaCtaFinishCap = TOKENSIFT_PIVOT_ROWCTA_CTA_FINISH == 2 ? kThreads : kWarpList;
   static constexpr float kRowCtaTrimSigmas = 5.0f;  // the first tau's fit drops samples beyond this
   static constexpr int kRowCtaMinPCompactions = 8;  // min-p rows: list compactions before the gather takes over
   // The first whole iteration's loads issued with the sample, ahead of the

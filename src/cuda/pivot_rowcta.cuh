@@ -835,9 +835,9 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         next = 0ull;
       } else {
         // Top-p rows leave a list over kPreselect to decide_and_draw's own
-        // pre-selection, as the chunked merge does; the CTA finish ranks
-        // lists of up to kThreads as they are (the anchors' rows list ~160).
-        constexpr int kFinishCap = kCtaFinishTopK ? Policy::kThreads : Policy::kWarpList;
+        // pre-selection, as the chunked merge does; under kRowCtaCtaFinish
+        // == 2 the CTA finish ranks lists of up to kThreads as they are.
+        constexpr int kFinishCap = kCtaFinishTopK ? Policy::kRowCtaCtaFinishCap : Policy::kWarpList;
         if (!kTopP && sm.count > kFinishCap) rowcta_compact<Policy>(sm, tau_sh, need, Policy::kWarpList);
         __syncthreads();
         next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
