@@ -36,7 +36,10 @@
 // nothing is lost.  If tau overshot (fewer than k tokens at or above it), the
 // row is streamed again from the bottom.  At the end the buffer holds exactly
 // the row's tokens at or above tau, at most kWarpList of them, and the
-// merge's own decide_and_draw (the one-warp finish) takes over.
+// one-warp finish's decisions take over, with its per-position work (the
+// sort, the masses, the race) spread over the CTA (cta_topk_finish,
+// kRowCtaCtaFinish: the same bits, ~1 us a row less, v96b); the merge's
+// decide_and_draw takes any list that finish leaves undecided.
 //
 // Min-p rows (kMinP; any top-k and top-p on top) keep instead every token
 // that passes min-p against the block's largest z so far (a lower bound on
