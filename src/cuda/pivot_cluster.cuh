@@ -790,14 +790,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
                 : cta_topk_finish<Policy::kThreads>(sm.cand, sm.count, next == 0, next, cfg, zmax, want_mass, finish_smem);
     if (threadIdx.x == 0) {
       finish_decided = w.decided;
-      if (w.decided) {
-        float lp = kNan;
-        if (a.out.logprobs) {
-          const float z = contract::scale(to_float(row[w.token]), cfg.temperature);
-          lp = (float)(((double)z - (double)zmax) - log(w.kept_mass));
-        }
-        write_result(a.out, row_id, RowResult{TOKENSIFT_ROW_OK, w.token, w.kept, lp});
-      }
+      if (w.decided) write_result(a.out, row_id, finish_result(w, row, cfg, zmax, a.out.logprobs != nullptr));
     }
   }
   __syncthreads();

@@ -230,6 +230,19 @@ __device__ __forceinline__ void write_result(const SampleOutputs& o, int64_t row
 // (the split fallback, or the merging CTA's fallback), whose integer sums
 // give one answer whatever the path or the split; so the chunked kernel and
 // the row-CTA kernel's top-p rows keep the same count on every row.
+// A row the one-warp or CTA-wide finish decided (pivot_cluster.cuh,
+// pivot_rowcta.cuh): its token and kept count, and the log-prob from the kept
+// mass, as decide_and_draw forms it.
+template <class T>
+__device__ __forceinline__ RowResult finish_result(const WarpListResult& w, const T* row, const RowConfig& cfg,
+                                                   float zmax, bool want_logprob) {
+  float lp = __int_as_float(0x7fffffff);
+  if (want_logprob) {
+    const float z = contract::scale(to_float(row[w.token]), cfg.temperature);
+    lp = (float)(((double)z - (double)zmax) - log(w.kept_mass));
+  }
+  return {TOKENSIFT_ROW_OK, w.token, w.kept, lp};
+}
 __device__ __forceinline__ bool top_p_only(const RowConfig& cfg) { return cfg.p_active && !cfg.k_active && !cfg.m_active; }
 __device__ __forceinline__ bool top_p_clear(double before, double through, double target, float zmax) {
   const double margin = 1e-5 + 2e-7 * fabs((double)zmax);

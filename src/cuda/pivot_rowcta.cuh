@@ -851,15 +851,7 @@ __global__ void __launch_bounds__(Policy::kThreads, Policy::kRowCtaMinBlocksPerS
         const WarpListResult w = rowcta_cta_finish<Policy>(sm.cand, sm.count, next, cfg, zmax, a.out.logprobs != nullptr);
         if (threadIdx.x == 0) {
           finish_decided_sh = w.decided;
-          if (w.decided) {
-            // decide_and_draw's result and log-prob from the same values.
-            float lp = kNan;
-            if (a.out.logprobs) {
-              const float z = contract::scale(to_float(row[w.token]), cfg.temperature);
-              lp = (float)(((double)z - (double)zmax) - log(w.kept_mass));
-            }
-            r = {TOKENSIFT_ROW_OK, w.token, w.kept, lp};
-          }
+          if (w.decided) r = finish_result(w, row, cfg, zmax, a.out.logprobs != nullptr);
         }
         __syncthreads();
         decided = finish_decided_sh != 0;
