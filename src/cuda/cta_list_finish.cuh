@@ -14,12 +14,14 @@
 // work at once: a rank sort (a key's place in a descending order of unique
 // keys is the number of larger keys; four threads a key up to 64 keys, two
 // up to 128, one up to kThreads), which places the list's top 64 directly,
-// so a list of up to kThreads entries needs no compaction first; then one
-// thread a position for its mass and one for its race score.  Warp 0 then
-// takes warp_decide_and_race's decisions from those values with the same
-// shuffles in the same order (the survivors' sum, the prefix scan, the
-// ballots), so every bit (the kept count, the token, the kept mass) equals
-// what the one-warp finish returns on the same top 64.
+// so a list of up to kThreads entries needs no compaction first (the
+// row-CTA kernel compacts its ~165 to 64 first all the same: at one thread a
+// key the rank loop cost the finish more than the compaction, perf-notes
+// v96 / v96b); then one thread a position for its mass and one for its race
+// score.  Warp 0 then takes warp_decide_and_race's decisions from those
+// values with the same shuffles in the same order (the survivors' sum, the
+// prefix scan, the ballots), so every bit (the kept count, the token, the
+// kept mass) equals what the one-warp finish returns on the same top 64.
 //
 // Only top-k rows (0 < k < V, no min-p): the survivors are then the top k,
 // or the whole list when it is complete, which is all either kernel takes.

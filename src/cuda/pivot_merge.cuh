@@ -218,18 +218,6 @@ __device__ __forceinline__ void write_result(const SampleOutputs& o, int64_t row
   if (o.kept_counts) o.kept_counts[row] = r.kept;
 }
 
-// Top-p rows without top-k or min-p decide from their list only when the
-// boundary is clear of the contract's band by a margin that covers both the
-// band (1e-6) and the error of the W they divide by (the chunks' fp32 partial
-// sums, or the row-CTA kernel's streamed sum: a few 1e-6 relative, plus, at
-// T != 1, the row-CTA kernel's scaling of differences instead of each z,
-// ~1.2e-7 |zmax|).  Clear: the prefix before the kept count is below
-// p W (1 - margin) and the prefix through it at or above p W (1 + margin),
-// so the row is outside the band and its kept count is the contract's own.
-// Any other row (every band row among them) goes to the fixed-point path
-// (the split fallback, or the merging CTA's fallback), whose integer sums
-// give one answer whatever the path or the split; so the chunked kernel and
-// the row-CTA kernel's top-p rows keep the same count on every row.
 // A row the one-warp or CTA-wide finish decided (pivot_cluster.cuh,
 // pivot_rowcta.cuh): its token and kept count, and the log-prob from the kept
 // mass, as decide_and_draw forms it.
@@ -243,6 +231,19 @@ __device__ __forceinline__ RowResult finish_result(const WarpListResult& w, cons
   }
   return {TOKENSIFT_ROW_OK, w.token, w.kept, lp};
 }
+
+// Top-p rows without top-k or min-p decide from their list only when the
+// boundary is clear of the contract's band by a margin that covers both the
+// band (1e-6) and the error of the W they divide by (the chunks' fp32 partial
+// sums, or the row-CTA kernel's streamed sum: a few 1e-6 relative, plus, at
+// T != 1, the row-CTA kernel's scaling of differences instead of each z,
+// ~1.2e-7 |zmax|).  Clear: the prefix before the kept count is below
+// p W (1 - margin) and the prefix through it at or above p W (1 + margin),
+// so the row is outside the band and its kept count is the contract's own.
+// Any other row (every band row among them) goes to the fixed-point path
+// (the split fallback, or the merging CTA's fallback), whose integer sums
+// give one answer whatever the path or the split; so the chunked kernel and
+// the row-CTA kernel's top-p rows keep the same count on every row.
 __device__ __forceinline__ bool top_p_only(const RowConfig& cfg) { return cfg.p_active && !cfg.k_active && !cfg.m_active; }
 __device__ __forceinline__ bool top_p_clear(double before, double through, double target, float zmax) {
   const double margin = 1e-5 + 2e-7 * fabs((double)zmax);

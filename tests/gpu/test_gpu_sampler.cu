@@ -1107,11 +1107,13 @@ TEST(GpuSampler, RowCtaEdgeRowsMatchCpu) {
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
 
-// The row-CTA top-k finish (pivot_rowcta.cuh, cta_list_finish.cuh) ranks
-// the row's list as it stands when it holds at most 256 entries (four
-// threads a key up to 64, two up to 128, one up to 256) and compacts it to
-// 64 first only when longer; its top 64 must decide as the one-warp finish's
-// list did.  The list at the finish holds every eligible token while V is at
+// The row-CTA top-k finish (pivot_rowcta.cuh, cta_list_finish.cuh): the
+// list compacted to 64 when longer, then ranked four threads a key
+// (PivotPolicy::kRowCtaCtaFinish 1, the default), or, built with
+// TOKENSIFT_PIVOT_ROWCTA_CTA_FINISH=2, ranked as it stands up to 256 entries
+// (two threads a key up to 128, one up to 256) and compacted only when
+// longer; either way its top 64 must decide as the one-warp finish's list
+// did.  The list at the finish holds every eligible token while V is at
 // most the first tau's aim (PivotPolicy::kRowCtaAim, 256, for fp32 calls of
 // 256 rows; kRowCtaFineAim, 144, for 16-bit rows), so V sets its length:
 // 40 .. 256 reach each ranking form and its edges (64 / 65, 128 / 129, 256),
