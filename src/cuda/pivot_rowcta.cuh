@@ -119,7 +119,9 @@
 #include "cuda/pivot_chunk.cuh"
 #include "cuda/pivot_launch.hpp"
 #include "cuda/pivot_merge.cuh"
+#include "cuda/rowcta_first_tau.cuh"
 #include "cuda/rowcta_list.cuh"
+#include "cuda/rowcta_trace.cuh"
 #include "cuda/vector_logits.cuh"
 
 namespace tokensift::cuda_detail {
@@ -132,45 +134,6 @@ union PivotSmem {
   MergeSmem<Policy> merge;
   FallbackSmem<Policy> fallback;
 };
-
-// Dev builds only (dev/rowcta_trace.cu): thread 0 of each row's CTA stamps
-// clock64() at the row's stages into rowcta_trace[row] (0 entry, 1 row
-// parameters in, 2 first tau set, 3 stream done, 4 row
-// statistics reduced, 5 final compaction done, 6 finish done), its entry and
-// exit %globaltimer, and per row: passes, compactions, the buffer's count when
-// the stream ended, the SM, and the tokens offered to the buffer (the count's
-// growth between compactions, summed; a token that found the buffer full and
-// was offered again counts twice), the first tau (float bits) and the count
-// after the first pass (a row streamed twice: what its first tau listed).
-#ifdef TOKENSIFT_ROWCTA_TRACE
-constexpr int kRowCtaTraceRows = 4096;
-constexpr int kRowCtaTraceInfo = 7;
-__device__ long long rowcta_trace[kRowCtaTraceRows][7];
-__device__ unsigned long long rowcta_ns[kRowCtaTraceRows][2];
-__device__ int rowcta_info[kRowCtaTraceRows][kRowCtaTraceInfo];
-#define TS_ROWCTA_MARK(i)                                                                      \
-  do {                                                                                         \
-    if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_trace[blockIdx.x][i] = clock64(); \
-  } while (0)
-#define TS_ROWCTA_INFO(i, v)                                                                 \
-  do {                                                                                       \
-    if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_info[blockIdx.x][i] = (v); \
-  } while (0)
-#define TS_ROWCTA_NS(i)                                                                                    \
-  do {                                                                                                     \
-    if (threadIdx.x == 0 && blockIdx.x < kRowCtaTraceRows) rowcta_ns[blockIdx.x][i] = globaltimer_ns(); \
-  } while (0)
-#else
-#define TS_ROWCTA_MARK(i) \
-  do {                    \
-  } while (0)
-#define TS_ROWCTA_INFO(i, v) \
-  do {                       \
-  } while (0)
-#define TS_ROWCTA_NS(i) \
-  do {                  \
-  } while (0)
-#endif
 
 // The merge's decision and draw behind a call, so that its registers (it is
 // most of the kernel's code) do not crowd the streaming loop's.
@@ -190,72 +153,6 @@ __device__ __noinline__ WarpListResult rowcta_cta_finish(const uint64_t* cand, i
                                                          const RowConfig& cfg, float zmax, bool want_mass) {
   __shared__ CtaFinishSmem fs;
   return cta_topk_finish<Policy::kThreads>(cand, n, next == 0, next, cfg, zmax, want_mass, fs);
-}
-
-// The first tau from a sample of the row (a 16-byte vector per thread: 4
-// fp32 or 8 16-bit logits): the row's top kAim by a Gaussian fit (a guess;
-// the compactions correct it).  The fit is taken twice, the second time
-// without the samples beyond kRowCtaTrimSigmas of the first: one sampled
-// outlier (a dominant token of 30 among N(0, 1) logits) inflates sigma
-// enough that tau overshoots the row's k-th and the row is streamed again
-// (measured: B = 256 dominant rows 156 us against 105 on the chunked
-// kernel).  Each fit is one warp
-// butterfly per sum (every lane ends with the same bits: a + b == b + a)
-// and one barrier, after which every thread adds the warps' partials in the
-// same order and derives the same bound and guess itself: a CUB reduction
-// per fit and a thread-0 section per result cost ~1.7 us of the row's
-// stages (dev/rowcta_trace.cu, perf-notes v26).  tau is a heuristic: its
-// bits never reach a result.
-template <class Policy, int kAim, int kS>
-__device__ __forceinline__ void rowcta_first_tau_impl(const float (&s)[kS], int32_t vocab, uint64_t& tau_sh) {
-  constexpr int kWarps = Policy::kThreads / 32;
-  __shared__ ChunkStats part[2][kWarps];
-  const int warp = (int)(threadIdx.x >> 5), lane = (int)(threadIdx.x & 31u);
-  float bound = __builtin_huge_valf();
-  ChunkStats r{};
-  for (int fit = 0; fit < 2; ++fit) {
-    ChunkStats st{-__builtin_huge_valf(), 0, 0, 0.0f, 0.0f};
-#pragma unroll
-    for (int q = 0; q < kS; ++q)
-      if (s[q] <= bound) add_sample(st, s[q]);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      st.nsample += __shfl_xor_sync(0xffffffffu, st.nsample, o);
-      st.sum += __shfl_xor_sync(0xffffffffu, st.sum, o);
-      st.sumsq += __shfl_xor_sync(0xffffffffu, st.sumsq, o);
-    }
-    if (lane == 0) part[fit][warp] = st;
-    __syncthreads();
-    r = ChunkStats{-__builtin_huge_valf(), vocab, 0, 0.0f, 0.0f};
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      r.nsample += part[fit][w].nsample;
-      r.sum += part[fit][w].sum;
-      r.sumsq += part[fit][w].sumsq;
-    }
-    bound = r.nsample > 1 ? sample_mean(r) + Policy::kRowCtaTrimSigmas * sqrtf(fmaxf(sample_var(r), 0.0f))
-                          : __builtin_huge_valf();
-  }
-  if (threadIdx.x == 0) {
-    const bool spread = r.nsample > 1 && sample_var(r) > 0.0f;
-    const float t = spread && vocab > kAim ? gaussian_guess(r, false, kAim, kAim)
-                        : -__builtin_huge_valf();
-    tau_sh = t > -3.4028235e38f && t < __builtin_huge_valf() ? pack_order(contract::order_key(t), 0xffffffffu) : 1ull;
-  }
-}
-// A 16-byte vector's logits per thread: 4 (fp32) or 8 (16-bit types), passed
-// by value so that they stay in registers across the call.
-template <class Policy, int kAim>
-__device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, int32_t vocab,
-                                              uint64_t& tau_sh) {
-  const float s[4] = {s0, s1, s2, s3};
-  rowcta_first_tau_impl<Policy, kAim, 4>(s, vocab, tau_sh);
-}
-template <class Policy, int kAim>
-__device__ __noinline__ void rowcta_first_tau(float s0, float s1, float s2, float s3, float s4, float s5, float s6,
-                                              float s7, int32_t vocab, uint64_t& tau_sh) {
-  const float s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
-  rowcta_first_tau_impl<Policy, kAim, 8>(s, vocab, tau_sh);
 }
 
 // Streams, for top-p rows (kRowCtaTopP), each thread's share of W = the sum
