@@ -69,6 +69,8 @@ struct FallbackSmem {
   int ibcast[6];
   uint32_t found;
   int queue_n;  // split pass B: tokens above the boundary bin queued in data.list (v86)
+  unsigned int tie_span[2];  // split pass A in tie mode: the item's ties at the max, per chunk,
+  unsigned long long tie_best[2];  //   and their race winner
 };
 
 struct FallbackResult {

@@ -524,18 +524,23 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
   double kept_mass = 0;
   // A row whose best non-emitted token ties with its max holds a run of equal
   // logits longer than a chunk emits (a constant row): no bin grid can split
-  // it, and on the split path its one-CTA fallback would run inside the
-  // persistent grid, where it delays other rows' items (measured: 7x slower at
-  // B = 1024).  Such rows keep the in-kernel fallback, one CTA per row.
+  // it.  Until v100 such rows kept the in-kernel fallback, one CTA per row
+  // (1.1 ms a flat row at V = 129,280): on the split path that fallback would
+  // run inside the persistent grid and delay other rows' items (7x slower at
+  // B = 1024).  Now they defer in tie mode (SplitRow::tie): pass A counts the
+  // run, and when the boundary lies inside it (every flat row), the kept set
+  // is an index prefix of the run, found from per-chunk counts, and pass B
+  // races it over the grid.  A boundary below the run takes the usual bins.
   const bool tie_run_at_max = row_next != 0 && packed_key(row_next) == contract::order_key(zmax);  // next holds z keys
-  if (use_fallback && cfg.p_active && !cfg.k_active && !tie_run_at_max && split_vocab_ok<Policy>(a.vocab)) {
+  if (use_fallback && cfg.p_active && !cfg.k_active && (Policy::kSplitTieMode || !tie_run_at_max) &&
+      split_vocab_ok<Policy>(a.vocab)) {
     // Bins scaled to the row: ln(V / W) is the depth below the max where a
     // typical token sits, so kFbDepthBins bins per that depth keep the bin at
     // the boundary to a few hundred tokens on near-flat rows (depth ~1) and
     // on peaked ones (depth ~10-20) alike.  W from the chunks' sums: top-p
     // rows without min-p only; others keep the fixed grid.
     const float per_unit = cfg.m_active ? (float)Policy::kFbBinsPerUnit : split_bins_per_unit<Policy>(a.vocab, chunk_mass());
-    defer_row<Policy>(a, row_id, cfg, zmax, per_unit);
+    defer_row<Policy>(a, row_id, cfg, zmax, per_unit, tie_run_at_max);
     return {kRowDeferred, -1, 0, kNan};
   }
   if (use_fallback) {

@@ -214,6 +214,14 @@
 #define TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE 1
 #endif
 
+// Whether top-p rows with a run of ties at their max longer than their chunks
+// emit defer to the split launches in tie mode (1, v100; SplitRow::tie) or
+// keep the in-kernel one-CTA fallback (0): a flat row there took 1.1 ms at
+// V = 129,280 (session 27, Nsight Compute: one CTA's latency-bound passes).
+#ifndef TOKENSIFT_PIVOT_SPLIT_TIE_MODE
+#define TOKENSIFT_PIVOT_SPLIT_TIE_MODE 1
+#endif
+
 // Whether pass B's items add their count above the bin and their best race
 // key to the row a warp at a time (1, v88) or after two block reductions (0):
 // the reductions' barriers sat between every item's token loop and its ticket
@@ -461,6 +469,7 @@ struct PivotPolicy {
   static constexpr bool kSplitRaceGroups = TOKENSIFT_PIVOT_SPLIT_RACE_GROUPS != 0;
   static constexpr bool kSplitRaceQueue = TOKENSIFT_PIVOT_SPLIT_RACE_QUEUE != 0;
   static constexpr bool kSplitWarpAtomics = TOKENSIFT_PIVOT_SPLIT_WARP_ATOMICS != 0;
+  static constexpr bool kSplitTieMode = TOKENSIFT_PIVOT_SPLIT_TIE_MODE != 0;
   static constexpr bool kSplitLeanTokens = TOKENSIFT_PIVOT_SPLIT_LEAN_TOKENS != 0;
   static constexpr int kSplitGatherChunks = TOKENSIFT_PIVOT_SPLIT_GATHER_CHUNKS;
   static constexpr int kSplitHistChunks = TOKENSIFT_PIVOT_SPLIT_HIST_CHUNKS;

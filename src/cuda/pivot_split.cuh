@@ -49,14 +49,19 @@
 // resolve here too instead of overflowing one bin of the fixed grid.
 // Every cross-CTA combination is an integer sum or a max, so the result does
 // not depend on which CTA handled which item: the same bits as the one-CTA
-// histogram path, at any batch size.  When the grid cannot pin the bin (flat
-// rows, a bin of more than kFbListCap tokens), the last item of B runs the
-// one-CTA fallback instead.
+// histogram path, at any batch size.  When the grid cannot pin the bin (a bin
+// of more than kFbListCap tokens), the last item of B runs the one-CTA
+// fallback instead.
+// Rows whose boundary lies in a run of ties at their max (flat rows) take
+// tie mode (split_tie.cuh): pass A also counts and races the run, its last
+// item cuts it by index, and pass B skips the row.
 #pragma once
 
 #include "cuda/pivot_chunk.cuh"
 #include "cuda/pivot_fallback.cuh"
 #include "cuda/pivot_merge.cuh"
+#include "cuda/split_item.cuh"
+#include "cuda/split_tie.cuh"
 #include "cuda/split_trace.cuh"
 
 namespace tokensift::cuda_detail {
@@ -69,56 +74,12 @@ __device__ __noinline__ FallbackResult run_fallback_out_of_line(FallbackRow<T, P
   return fb.run(cfg);
 }
 
-template <class T, class Policy>
-struct SplitItem {
-  int64_t row_id;
-  int32_t begin;
-  RowConfig cfg;
-  const T* row;
-};
-
-// Chunk `chunk` of row `row_id`.  With PivotPolicy::kSplitRowFields (v93)
-// its cfg holds only what an item's tokens need (temperature, min-p, seed,
-// offset), from the row's SplitRow; a row's last item, which decides,
-// reads the whole (split_row_config).
-template <class T, class Policy>
-__device__ SplitItem<T, Policy> split_item(const PivotArgs& a, int64_t row_id, int32_t chunk) {
-  SplitItem<T, Policy> it;
-  it.row_id = row_id;
-  it.begin = chunk * Policy::kChunk;
-  if constexpr (Policy::kSplitRowFields) {
-    const SplitRow& s = a.split[row_id];
-    it.cfg = RowConfig{};
-    it.cfg.temperature = s.temperature;
-    it.cfg.ln_minp = s.ln_minp;
-    it.cfg.m_active = s.m_active != 0u;
-    it.cfg.seed = s.seed;
-    it.cfg.offset = s.offset;
-    it.cfg.p_active = true;  // only top-p rows defer
-  } else {
-    it.cfg = load_row_config(a.params, it.row_id, a.vocab);
-  }
-  it.row = static_cast<const T*>(a.logits) + it.row_id * a.row_stride;
-  return it;
-}
-
-// The row's whole RowConfig, for the item that decides.
-template <class T, class Policy>
-__device__ __forceinline__ RowConfig split_row_config(const PivotArgs& a, const SplitItem<T, Policy>& it) {
-  if constexpr (Policy::kSplitRowFields) return load_row_config(a.params, it.row_id, a.vocab);
-  else return it.cfg;
-}
-
-// The bin width of the row's histogram.
-template <class T, class Policy>
-__device__ __forceinline__ void split_set_bins(FallbackRow<T, Policy>& fb, const SplitRow& s) {
-  if constexpr (Policy::kSplitRowFields) fb.set_bins(s.bins_per_unit, s.depth_cap);
-  else fb.set_bins_per_unit(s.bins_per_unit);
-}
-
 // The row of a launch's deferred-list slot, once the pivot kernel is over.
 __device__ __forceinline__ int64_t deferred_row(const PivotArgs& a, int64_t slot) {
-  return (int64_t)a.deferred_rows[slot] - 1;
+  return (int64_t)(a.deferred_rows[slot] & ~kDeferredTie) - 1;
+}
+__device__ __forceinline__ bool deferred_tie(const PivotArgs& a, int64_t slot) {
+  return (a.deferred_rows[slot] & kDeferredTie) != 0u;
 }
 
 // Items are handed out one at a time from a counter, so a CTA that spends long
@@ -147,7 +108,7 @@ __device__ bool split_last_n(uint32_t* ticket, int32_t units, int32_t total, int
 // in split_hist_kernel's paired items, v94: one flush of the histogram, one
 // claim, one ticket for both) into the row's; the row's last item finds the
 // boundary bin and publishes it (SplitRow::ready).
-template <class T, class Policy>
+template <class T, class Policy, bool kTie = false>
 __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t row_id, int32_t chunk, int64_t item,
                                                   FallbackSmem<Policy>& sm, int& last_flag, int spans = 1) {
   const SplitItem<T, Policy> it = split_item<T, Policy>(a, row_id, chunk);
@@ -163,30 +124,68 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   FallbackRow<T, Policy> fb{it.row, a.vocab, it.cfg.temperature, s.zmax, it.cfg.ln_minp, it.cfg.m_active, sm};
   split_set_bins(fb, s);
   const float scale = fb.fixed_scale();
+  // Tie mode (split_tie_pass_a_item): the generic token loop also counts and
+  // races each chunk's ties at the max.
+  constexpr bool tie = Policy::kSplitTieMode && kTie;
+  if (tie && threadIdx.x == 0) {  // ordered by hist_clear's barriers
+    sm.tie_span[0] = sm.tie_span[1] = 0u;
+    sm.tie_best[0] = sm.tie_best[1] = 0ull;
+  }
   fb.hist_clear();
   typename FallbackRow<T, Policy>::BinRun run;
-  const bool lean_hist = Policy::kSplitLeanHist && !it.cfg.m_active;
+  const bool lean_hist = Policy::kSplitLeanHist && !it.cfg.m_active && !tie;
   if (lean_hist) run.bin = Policy::kFbBins - 1;  // weight 0 (padding, -inf) goes to the catch-all bin
   for (int span = 0; span < spans; ++span) {
     if (span > 0) load_chunk<T, Policy>(it.row, a.vocab, it.begin + span * Policy::kChunk, x, valid);
     if (lean_hist) {
 #pragma unroll
       for (int j = 0; j < Policy::kItems; ++j) fb.template hist_token<true, true>(run, fb.z_of(x[j]), scale);
-    } else if (Policy::kSplitLeanTokens && !it.cfg.m_active) {
+    } else if (Policy::kSplitLeanTokens && !it.cfg.m_active && !tie) {
       // Padding and masked tokens are -inf: weight 0, dropped by hist_token.
 #pragma unroll
       for (int j = 0; j < Policy::kItems; ++j) fb.template hist_token<true>(run, fb.z_of(x[j]), scale);
     } else {
+      unsigned int ties = 0;
 #pragma unroll
       for (int j = 0; j < Policy::kItems; ++j) {
         if (!valid[j]) continue;
         const float z = fb.z_of(x[j]);
-        if (fb.eligible(z)) fb.template hist_token<true>(run, z, scale);
+        if (fb.eligible(z)) {
+          fb.template hist_token<true>(run, z, scale);
+          ties += z == fb.zmax;
+        }
+      }
+      if constexpr (tie) {  // count and race the span's ties
+        ties = __reduce_add_sync(0xffffffffu, ties);
+        if ((threadIdx.x & 31) == 0 && ties) atomicAdd(&sm.tie_span[span], ties);
+        SplitItem<T, Policy> jt = it;
+        jt.begin += span * Policy::kChunk;
+        uint64_t best = 0;
+        float best_score = -__builtin_huge_valf();
+        split_race_cut<T, Policy, Policy::kItems>(fb, x, valid, jt, (uint64_t)contract::order_key(fb.zmax) << 32, best,
+                                                  best_score);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+          const uint64_t y = __shfl_xor_sync(0xffffffffu, best, o);
+          best = y > best ? y : best;
+        }
+        if ((threadIdx.x & 31) == 0 && best) atomicMax(&sm.tie_best[span], (unsigned long long)best);
       }
     }
   }
   fb.hist_flush(run);
   __syncthreads();
+  if (tie && threadIdx.x == 0) {  // before the ticket, whose release publishes them
+    uint32_t* counts = split_tie_counts(a, it.row_id, Policy::kFbListCap);
+    uint64_t* winners = split_tie_winners(a, it.row_id, Policy::kFbListCap);
+    unsigned int n = 0;
+    for (int span = 0; span < spans; ++span) {
+      counts[chunk + span] = sm.tie_span[span];
+      winners[chunk + span] = sm.tie_best[span];
+      n += sm.tie_span[span];
+    }
+    if (n) atomicAdd(&s.ties, n);
+  }
   TS_SPLIT_ITEM(0, item, 1, it.row_id);
   unsigned long long* hist = a.split_hist + it.row_id * Policy::kFbBins;
   for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) {
@@ -200,15 +199,37 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
     TS_SPLIT_ROW(it.row_id, 2);
     const auto bd = fb.template find_boundary<true>(
         [&](int b) { return (uint64_t)load_cg(&hist[b]); }, split_row_config(a, it));
+    int take = 0;
+    uint64_t race = 0, cut = 0;
+    if constexpr (tie) cut = split_tie_cut<T, Policy>(a, it.row_id, fb, bd.target, it, take, race);
     if (threadIdx.x == 0) {
-      s.bin = bd.bin;
+      s.bin = cut ? kSplitTieBin : bd.bin;
       s.above_m = bd.above;
       s.target = bd.target;
-      store_release(&s.ready, 1u);  // after the three above (same thread)
+      s.cut = cut;
+      s.take = take;
+      if (cut) s.race = race;  // pass B's items skip the row
+      store_release(&s.ready, 1u);  // after the fields above (same thread)
     }
     TS_SPLIT_ROW(it.row_id, 3);
   }
   __syncthreads();
+}
+
+// Pass A on an item of a row deferred in tie mode (kDeferredTie): out of line,
+// so that the kernels' item loops for other rows keep main's registers and
+// code (inline, the tie form's race took split_stream_kernel's p0.9 at B = 16
+// +1.4..+2.3 %, v100's first A / B).
+template <class T, class Policy>
+__device__ __noinline__ void split_tie_pass_a_item(const PivotArgs& a, int64_t row_id, int32_t chunk, int64_t item,
+                                                   FallbackSmem<Policy>& sm, int& last_flag, int spans) {
+  split_pass_a_item<T, Policy, true>(a, row_id, chunk, item, sm, last_flag, spans);
+}
+template <class T, class Policy>
+__device__ __forceinline__ void split_pass_a(const PivotArgs& a, int64_t row_id, bool tie, int32_t chunk,
+                                             int64_t item, FallbackSmem<Policy>& sm, int& last_flag, int spans = 1) {
+  if (Policy::kSplitTieMode && tie) split_tie_pass_a_item<T, Policy>(a, row_id, chunk, item, sm, last_flag, spans);
+  else split_pass_a_item<T, Policy>(a, row_id, chunk, item, sm, last_flag, spans);
 }
 
 // Pass B's token loop, a Philox group of four tokens at a time (v42): the
@@ -496,6 +517,12 @@ __device__ __forceinline__ void split_pass_b_item(
       if (done) r = fb.from_stage(st);
       TS_SPLIT_ROW(it.row_id, 7);
     }
+    if (Policy::kSplitTieMode && bin == kSplitTieBin) {  // pass A's last item raced the cut
+      r.token = (int32_t)packed_index(load_cg(&s.race));
+      r.kept = load_cg(&s.take);
+      r.kept_mass = (double)r.kept;  // every kept weight is exp(0) = 1
+      done = true;
+    }
     TS_SPLIT_INFO(it.row_id, 0, nlist);
     TS_SPLIT_INFO(it.row_id, 1, done ? 0 : 1);
     TS_SPLIT_INFO(it.row_id, 2, bin);
@@ -539,8 +566,10 @@ __device__ __forceinline__ int split_chunks_per_item(const PivotArgs& a, int mos
 
 // The two passes as two launches (calls above kSplitFusedMaxItems items):
 // pass B reads what pass A published at the launch boundary.
+// Four CTAs an SM (the registers of 64 a thread it had before tie mode's
+// race, v100, which the bound keeps: 80 without it, three CTAs an SM).
 template <class T, class Policy>
-__global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_KERNEL_ARGS a) {
+__global__ void __launch_bounds__(Policy::kThreads, Policy::kSplitPairCtasPerSm) split_hist_kernel(TS_PIVOT_KERNEL_ARGS a) {
   __shared__ FallbackSmem<Policy> sm;
   __shared__ int last_flag;
   __shared__ int64_t item_slot;
@@ -551,8 +580,8 @@ __global__ void __launch_bounds__(Policy::kThreads) split_hist_kernel(TS_PIVOT_K
   for (int64_t item = next_item(&a.split_next[0], item_slot); item < items;
        item = next_item(&a.split_next[0], item_slot)) {
     const int32_t c0 = (int32_t)(item % per_row) * per;
-    split_pass_a_item<T, Policy>(a, deferred_row(a, item / per_row), c0, item, sm, last_flag,
-                                 min(per, a.chunks - c0));
+    split_pass_a<T, Policy>(a, deferred_row(a, item / per_row), deferred_tie(a, item / per_row), c0, item, sm,
+                            last_flag, min(per, a.chunks - c0));
   }
   TS_SPLIT_EXIT(1);
 }
@@ -595,7 +624,7 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_fused_kernel(TS_PIVOT_KERNEL_ARGS a)
     const int64_t b = item < items ? item : item - items;
     const int64_t row_id = deferred_row(a, b / a.chunks);
     const int32_t chunk = (int32_t)(b % a.chunks);
-    if (item < items) split_pass_a_item<T, Policy>(a, row_id, chunk, b, sm, last_flag);
+    if (item < items) split_pass_a<T, Policy>(a, row_id, deferred_tie(a, b / a.chunks), chunk, b, sm, last_flag);
     else
       split_pass_b_item<T, Policy, Policy::kItems>(a, row_id, chunk * Policy::kChunk, 1, a.chunks, b, sm, reduce,
                                                    last_flag, true);
@@ -608,14 +637,18 @@ __global__ void TS_SPLIT_FUSED_BOUNDS split_fused_kernel(TS_PIVOT_KERNEL_ARGS a)
 // the slot (-1: no such row).  The count of merged rows is read with acquire
 // and each row's merge counts after its deferral, so once the count is full
 // every entry there will be is visible.
-__device__ __forceinline__ int64_t wait_deferred(const PivotArgs& a, int64_t slot) {
+__device__ __forceinline__ int64_t wait_deferred(const PivotArgs& a, int64_t slot, int& tie) {
+  tie = 0;
   if (slot >= a.rows) return -1;
   for (;;) {
-    const uint32_t r = load_acquire(&a.deferred_rows[slot]);
-    if (r) return (int64_t)r - 1;
-    if (load_acquire(a.rows_done) == (uint32_t)a.rows) {
-      const uint32_t again = load_acquire(&a.deferred_rows[slot]);
-      return again ? (int64_t)again - 1 : -1;
+    uint32_t r = load_acquire(&a.deferred_rows[slot]);
+    if (!r && load_acquire(a.rows_done) == (uint32_t)a.rows) {
+      r = load_acquire(&a.deferred_rows[slot]);
+      if (!r) return -1;
+    }
+    if (r) {
+      tie = (r & kDeferredTie) != 0u;
+      return (int64_t)(r & ~kDeferredTie) - 1;
     }
     __nanosleep(256);
   }
@@ -754,6 +787,7 @@ __global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PI
   __shared__ int claim_units;
   __shared__ int64_t claim_item;
   __shared__ int64_t claim_row;
+  __shared__ int claim_tie;
   TS_SPLIT_ENTRY(1);
   const int64_t per_b = 2 * (int64_t)a.chunks;  // pass-B halves a row
   int64_t pending = -1;                          // thread 0's
@@ -774,7 +808,9 @@ __global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PI
       claim_kind = kind;
       claim_item = item;
       claim_units = units;
-      claim_row = kind == kClaimExit ? -1 : wait_deferred(a, item / (kind == kClaimA ? (int64_t)a.chunks : per_b));
+      int tie = 0;
+      claim_row = kind == kClaimExit ? -1 : wait_deferred(a, item / (kind == kClaimA ? (int64_t)a.chunks : per_b), tie);
+      claim_tie = tie;
     }
     __syncthreads();
     const int kind = claim_kind;
@@ -783,7 +819,7 @@ __global__ void __launch_bounds__(Policy::kThreads, 2) split_stream_kernel(TS_PI
     if (row_id < 0) continue;  // an item past the last deferred row (an overshot claim)
     const int64_t item = claim_item;
     if (kind == kClaimA) {
-      split_pass_a_item<T, Policy>(a, row_id, (int32_t)(item % a.chunks), item, sm, last_flag);
+      split_pass_a<T, Policy>(a, row_id, claim_tie != 0, (int32_t)(item % a.chunks), item, sm, last_flag);
     } else {
       const int32_t begin = (int32_t)(item % per_b) * (Policy::kChunk / 2);
       if (claim_units == 2)

@@ -61,6 +61,15 @@ struct SplitRow {
   float depth_cap;            // FallbackRow::depth_cap for bins_per_unit
   uint32_t m_active;
   uint64_t seed, offset;
+  // Tie mode (pivot_split.cuh; the deferred list tags the row, kDeferredTie):
+  // the row holds a run of ties at its max longer than its chunks emit.  Pass
+  // A also counts and races each chunk's ties (into the row's list space,
+  // free until pass B); when the top-p boundary lies inside the run, its last
+  // item publishes the kept count, the packed order of the last kept tie and
+  // the race's winner, and pass B's items skip the row.
+  uint32_t ties;              // tokens with z == zmax (pass A, atomic add)
+  int32_t take;               // tie mode's kept count
+  unsigned long long cut;     // tie mode: kept tokens have packed order >= cut
 };
 
 struct PivotArgs {

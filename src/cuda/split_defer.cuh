@@ -20,13 +20,19 @@ __host__ __device__ inline bool split_vocab_ok(int64_t vocab) {
   return vocab < (int64_t(1) << Policy::kFbMaxVocabBits);
 }
 
+// The deferred list's tag for a row in tie mode (pivot_split.cuh): the items
+// read it with the row id, so the form of its pass A is known with no load of
+// its own.
+constexpr uint32_t kDeferredTie = 0x80000000u;
+
 // Hands the row to the split fallback: clears its histogram and counters and
 // appends it to the deferred list.  The entry is published last, with release
 // semantics (after the barrier that orders every thread's histogram stores):
 // the streaming split launch may be running already and takes the row as soon
 // as it sees the entry (pivot_split.cuh, split_stream_kernel).
 template <class Policy>
-__device__ void defer_row(const PivotArgs& a, int64_t row_id, const RowConfig& cfg, float zmax, float bins_per_unit) {
+__device__ void defer_row(const PivotArgs& a, int64_t row_id, const RowConfig& cfg, float zmax, float bins_per_unit,
+                          bool tie_run_at_max = false) {
   unsigned long long* hist = a.split_hist + row_id * Policy::kFbBins;
   for (int b = threadIdx.x; b < Policy::kFbBins; b += Policy::kThreads) hist[b] = 0;
   __syncthreads();
@@ -42,7 +48,8 @@ __device__ void defer_row(const PivotArgs& a, int64_t row_id, const RowConfig& c
     s.seed = cfg.seed;
     s.offset = cfg.offset;
     a.split[row_id] = s;
-    store_release(&a.deferred_rows[atomicAdd(a.deferred_count, 1u)], (uint32_t)row_id + 1u);
+    store_release(&a.deferred_rows[atomicAdd(a.deferred_count, 1u)],
+                  ((uint32_t)row_id + 1u) | (tie_run_at_max ? kDeferredTie : 0u));
   }
 }
 

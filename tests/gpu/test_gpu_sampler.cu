@@ -1789,6 +1789,119 @@ TEST(GpuSampler, RowCtaTopPBandRowsAgreeAlone) {
   EXPECT_GT(band_alone, 0) << "no band rows: the test proves nothing about them";
 }
 
+// One row of kind r % 5 for the tie-run tests below, rounded to the dtype;
+// returns its ties at the max.
+int fill_tie_run_row(int64_t r, int64_t v, DType dt, Rng& rng, std::vector<float>& x) {
+  const float kInf = std::numeric_limits<float>::infinity();
+  const int kind = (int)(r % 5);
+  const float c = (float)(4.0 * rng.normal());
+  for (int64_t i = 0; i < v; ++i) {
+    x[i] = kind <= 1 ? c : (float)rng.normal();
+    if ((kind == 1 && i % 3 == 2) || (kind == 3 && i % 2)) x[i] = -kInf;
+  }
+  if (kind == 2 || kind == 3)
+    for (int j = 0; j < 6000 && j < v; ++j) {
+      int64_t i = (int64_t)rng.range(0, v - 1);
+      if (kind == 3) i -= i % 2;
+      x[i] = 5.0f;
+    }
+  if (kind == 4) {
+    const int64_t at = (int64_t)rng.range(0, v > 600 ? v - 600 : 0);
+    for (int64_t i = at; i < at + 600 && i < v; ++i) x[i] = 5.0f;
+  }
+  for (float& y : x) y = round_to_dtype(y, dt);
+  float xmax = -kInf;
+  for (float y : x) xmax = std::max(xmax, y);
+  int ties = 0;
+  for (float y : x) ties += y == xmax;
+  return ties;
+}
+
+// Top-p rows holding a run of ties at their max longer than their chunks
+// emit (the merge's tie_run_at_max) defer to the split launches in tie mode
+// (v100): pass A counts and races each chunk's ties, and when the boundary
+// lies inside the run its last item cuts the run by index and finishes the
+// race; otherwise the row keeps the bins.  Row kinds (r % 5), each rounded
+// to the dtype, per-row seeds and offsets:
+//   0: flat (every logit c);
+//   1: flat with every third token -inf;
+//   2: 6,000 ties at 5 scattered over N(0, 1) (~80 % of the mass): p = 0.5
+//      cuts inside the run, 0.9 below it (the bins take it);
+//   3: kind 2 with every other token -inf;
+//   4: 600 consecutive ties at 5 over N(0, 1) (~30 % of the mass).
+// Batches of 300 rows (the row-CTA top-p kernel, scalar parameters) and 24
+// (the chunked kernel), V = 129,280, 6,150 (not a multiple of 4) and
+// 262,208, fp32 and bf16, p from 1e-6 to 0.999, one with T = 0.7, one with
+// min-p on top.  Each batch matches the CPU backend, and every 7th row
+// sampled alone (the chunked kernel, the one-launch split) gives the same
+// token, status and kept count.  The test asks for at least 300 rows whose
+// CPU kept count lies inside a run longer than 64 ties, past what the chunks
+// emit.
+TEST(GpuSampler, TieRunAtMaxRowsMatchCpuAndRowsAlone) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["tie_run_split"];
+  int reported = 0;
+  AloneTally alone;
+  int64_t inside = 0;  // rows whose kept set is a prefix of a run of > 64 ties at the max
+  const ScalarFilter filters[] = {{1.0f, 0, 0.9f, 0.0f},  {1.0f, 0, 0.5f, 0.0f},   {0.7f, 0, 0.2f, 0.0f},
+                                  {1.0f, 0, 1e-6f, 0.0f}, {1.0f, 0, 0.999f, 0.0f}, {1.0f, 0, 0.5f, 0.05f}};
+  const struct {
+    int64_t rows, vocab;
+  } shapes[] = {{300, 129280}, {24, 129280}, {300, 6150}, {24, 262208}, {260, 262208}};
+  uint64_t seed = 12000;
+  for (const auto& sh : shapes)
+    for (DType dt : {DType::kF32, DType::kBF16})
+      for (const ScalarFilter& f : filters) {
+        if (sh.vocab == 262208 && f.top_p > 1e-3f && f.top_p < 0.9f && f.min_p == 0.0f && sh.rows > 100) continue;
+        const int64_t v = sh.vocab;
+        HostBatch b(sh.rows, v, v, dt);
+        Rng rng(++seed);
+        std::vector<float> x((size_t)v);
+        std::vector<int> ties((size_t)sh.rows, 0);
+        for (int64_t r = 0; r < b.rows; ++r) {
+          ties[r] = fill_tie_run_row(r, v, dt, rng, x);
+          b.set_row(r, x.data());
+          b.seed[r] = 777 + (uint64_t)r * 3, b.offset[r] = (uint64_t)r * 11;
+        }
+        f.set_rows(b);
+        Results cpu(b.rows);
+        check_batch_and_rows_alone(b, f, /*logprobs=*/sh.rows < 100, t, reported, alone, false, /*alone_stride=*/7,
+                                   nullptr, &cpu);
+        for (int64_t r = 0; r < b.rows; ++r)
+          inside += cpu.status[r] == TOKENSIFT_ROW_OK && ties[r] > 64 && cpu.kept[r] <= ties[r] && cpu.kept[r] > 64;
+      }
+  std::printf("[tie_run_split] rows kept inside a run of ties at the max %lld\n", (long long)inside);
+  expect_path_clean("tie_run_split", t, alone);
+  EXPECT_GE(inside, 300) << "too few rows cut inside a tie run: the test proves little about tie mode";
+}
+
+// The tie-run rows above, few enough for the sanitizers: eight rows at V =
+// 129,280, fp32 and bf16, per-row p: one of each kind at 0.5 (inside the
+// runs of kinds 0-3, below kind 4's), a flat row at 0.9, a masked flat row
+// at 1e-6 (one tie kept) and kind 2 at 0.9 (below its run: the bins); the
+// chunked kernel and the one-launch split.  Each must match the CPU backend.
+TEST(GpuSampler, TieRunAtMaxRowsSmall) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["tie_run_small"];
+  int reported = 0;
+  const int64_t v = 129280;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    HostBatch b(8, v, v, dt);
+    Rng rng(13000 + (uint64_t)dt);
+    std::vector<float> x((size_t)v);
+    for (int64_t r = 0; r < b.rows; ++r) {
+      fill_tie_run_row(r, v, dt, rng, x);
+      b.set_row(r, x.data());
+      const float p = r == 5 || r == 7 ? 0.9f : r == 6 ? 1e-6f : 0.5f;
+      b.set_params(r, RowParams{1.0f, 0.0f, 0, p, 40 + (uint64_t)r, (uint64_t)r});
+    }
+    DeviceBatch d(b);
+    sample_and_compare(b, d, t, reported);
+  }
+  EXPECT_EQ(t.rows, 16);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
 // Writes the JSON summary after all tests ran.
 class ReportEnv : public ::testing::Environment {
  public:
