@@ -527,10 +527,11 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
   // it.  Until v100 such rows kept the in-kernel fallback, one CTA per row
   // (1.1 ms a flat row at V = 129,280): on the split path that fallback would
   // run inside the persistent grid and delay other rows' items (7x slower at
-  // B = 1024).  Now they defer in tie mode (SplitRow::tie): pass A counts the
-  // run, and when the boundary lies inside it (every flat row), the kept set
-  // is an index prefix of the run, found from per-chunk counts, and pass B
-  // races it over the grid.  A boundary below the run takes the usual bins.
+  // B = 1024).  Now they defer in tie mode (split_tie.cuh; kDeferredTie tags
+  // them): pass A counts and races the run per chunk, and when the boundary
+  // lies inside it (every flat row), the kept set is an index prefix of the
+  // run, cut from the chunks' counts by the row's last pass-A item.  A
+  // boundary below the run takes the usual bins.
   const bool tie_run_at_max = row_next != 0 && packed_key(row_next) == contract::order_key(zmax);  // next holds z keys
   if (use_fallback && cfg.p_active && !cfg.k_active && (Policy::kSplitTieMode || !tie_run_at_max) &&
       split_vocab_ok<Policy>(a.vocab)) {

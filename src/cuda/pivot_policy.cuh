@@ -215,7 +215,7 @@
 #endif
 
 // Whether top-p rows with a run of ties at their max longer than their chunks
-// emit defer to the split launches in tie mode (1, v100; SplitRow::tie) or
+// emit defer to the split launches in tie mode (1, v100; split_tie.cuh) or
 // keep the in-kernel one-CTA fallback (0): a flat row there took 1.1 ms at
 // V = 129,280 (session 27, Nsight Compute: one CTA's latency-bound passes).
 #ifndef TOKENSIFT_PIVOT_SPLIT_TIE_MODE
