@@ -55,4 +55,33 @@ __device__ __forceinline__ void split_set_bins(FallbackRow<T, Policy>& fb, const
   else fb.set_bins_per_unit(s.bins_per_unit);
 }
 
+// The exponential race of one Philox group of four consecutive tokens (idx0 a
+// multiple of four): z[w] the tokens' z, -inf for those not in the race, zm
+// their largest.  A group whose zm plus the largest possible boost stays
+// below this thread's best exact score skips its Philox call, and a token
+// whose bound z - ln(1 - U) (-ln U >= 1 - U; the margin covers the fast log)
+// stays below it skips its two contract logs: only tokens that cannot win are
+// skipped, so `best` has the per-token race's bits.  Split pass B's group loop
+// (split_race_groups) and tie mode's (split_race_cut) share it.
+template <class T, class Policy>
+__device__ __forceinline__ void race_group4(const SplitItem<T, Policy>& it, uint32_t idx0, const float (&z)[4],
+                                            float zm, uint64_t& best, float& best_score) {
+  constexpr float kInf = __builtin_huge_valf();
+  if (!(zm > -kInf) || zm + contract::kMaxRaceBoost < best_score - Policy::kRaceSkipMargin) return;
+  const contract::Philox4 r = contract::philox_block(it.cfg.seed, it.cfg.offset, idx0 >> 2);
+  const float bar = best_score - Policy::kRaceSkipMargin;
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    if (!(z[w] > -kInf)) continue;
+    if (fabsf(z[w]) < Policy::kRaceSkipMaxAbsZ && z[w] - __logf(1.0f - contract::uniform_from_bits(r.v[w])) < bar)
+      continue;
+    const float sc = contract::race_score_from_bits(z[w], r.v[w]);
+    const uint64_t p = pack_order(contract::order_key(sc), idx0 + w);
+    if (p > best) {
+      best = p;
+      best_score = sc;
+    }
+  }
+}
+
 }  // namespace tokensift::cuda_detail

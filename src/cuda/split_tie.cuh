@@ -75,21 +75,7 @@ __device__ __forceinline__ void split_race_cut(const FallbackRow<T, Policy>& fb,
       z[w] = zj;
       zm = fmaxf(zm, zj);
     }
-    if (!(zm > -kInf) || zm + contract::kMaxRaceBoost < best_score - Policy::kRaceSkipMargin) continue;
-    const contract::Philox4 r = contract::philox_block(it.cfg.seed, it.cfg.offset, idx0 >> 2);
-    const float bar = best_score - Policy::kRaceSkipMargin;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      if (!(z[w] > -kInf)) continue;
-      if (fabsf(z[w]) < Policy::kRaceSkipMaxAbsZ && z[w] - __logf(1.0f - contract::uniform_from_bits(r.v[w])) < bar)
-        continue;
-      const float sc = contract::race_score_from_bits(z[w], r.v[w]);
-      const uint64_t p = pack_order(contract::order_key(sc), idx0 + w);
-      if (p > best) {
-        best = p;
-        best_score = sc;
-      }
-    }
+    race_group4(it, idx0, z, zm, best, best_score);
   }
 }
 
