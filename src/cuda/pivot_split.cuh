@@ -152,7 +152,7 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
         const float z = fb.z_of(x[j]);
         if (fb.eligible(z)) {
           fb.template hist_token<true>(run, z, scale);
-          ties += z == fb.zmax;
+          if constexpr (tie) ties += z == fb.zmax;
         }
       }
       if constexpr (tie) {  // count and race the span's ties
@@ -178,13 +178,10 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
   if (tie && threadIdx.x == 0) {  // before the ticket, whose release publishes them
     uint32_t* counts = split_tie_counts(a, it.row_id, Policy::kFbListCap);
     uint64_t* winners = split_tie_winners(a, it.row_id, Policy::kFbListCap);
-    unsigned int n = 0;
     for (int span = 0; span < spans; ++span) {
       counts[chunk + span] = sm.tie_span[span];
       winners[chunk + span] = sm.tie_best[span];
-      n += sm.tie_span[span];
     }
-    if (n) atomicAdd(&s.ties, n);
   }
   TS_SPLIT_ITEM(0, item, 1, it.row_id);
   unsigned long long* hist = a.split_hist + it.row_id * Policy::kFbBins;
@@ -206,7 +203,6 @@ __device__ __forceinline__ void split_pass_a_item(const PivotArgs& a, int64_t ro
       s.bin = cut ? kSplitTieBin : bd.bin;
       s.above_m = bd.above;
       s.target = bd.target;
-      s.cut = cut;
       s.take = take;
       if (cut) s.race = race;  // pass B's items skip the row
       store_release(&s.ready, 1u);  // after the fields above (same thread)

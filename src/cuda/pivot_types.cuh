@@ -65,11 +65,9 @@ struct SplitRow {
   // the row holds a run of ties at its max longer than its chunks emit.  Pass
   // A also counts and races each chunk's ties (into the row's list space,
   // free until pass B); when the top-p boundary lies inside the run, its last
-  // item publishes the kept count, the packed order of the last kept tie and
-  // the race's winner, and pass B's items skip the row.
-  uint32_t ties;              // tokens with z == zmax (pass A, atomic add)
+  // item publishes the kept count and the race's winner (`race`), and pass
+  // B's items skip the row.
   int32_t take;               // tie mode's kept count
-  unsigned long long cut;     // tie mode: kept tokens have packed order >= cut
 };
 
 struct PivotArgs {

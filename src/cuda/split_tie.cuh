@@ -103,24 +103,23 @@ __device__ __forceinline__ uint64_t split_tie_cut(const PivotArgs& a, int64_t ro
   const float scale = fb.fixed_scale();
   const uint32_t kappa = contract::order_key(fb.zmax);
   const uint64_t q = fb.fixed_weight(contract::key_to_float(kappa), scale);
-  const int ties = (int)load_cg(&a.split[row_id].ties);
+  // The run's length: the scan of the chunks' counts (a thread a chunk).
+  const uint32_t* counts = split_tie_counts(a, row_id, Policy::kFbListCap);
+  const int c = (int)threadIdx.x < a.chunks ? (int)load_cg(&counts[threadIdx.x]) : 0;
+  int before, ties;
+  __syncthreads();  // sm.temp and sm.ibcast may still be read (find_boundary)
+  Scan(sm.temp.scan).ExclusiveSum(c, before, ties);
   if (q == 0 || ties < 1 || !((double)((uint64_t)ties * q) >= target)) return 0;  // uniform
   int take = (int)ceil(target / (double)q);
   take = max(1, min(take, ties));
   while (take > 1 && (double)((uint64_t)(take - 1) * q) >= target) --take;
   while (take < ties && (double)((uint64_t)take * q) < target) ++take;
-  const uint32_t* counts = split_tie_counts(a, row_id, Policy::kFbListCap);
-  const int c = (int)threadIdx.x < a.chunks ? (int)load_cg(&counts[threadIdx.x]) : 0;
-  int before, total;
-  __syncthreads();  // sm.temp and sm.ibcast may still be read (find_boundary)
-  Scan(sm.temp.scan).ExclusiveSum(c, before, total);
   if (before < take && take <= before + c) {
     sm.ibcast[4] = (int)threadIdx.x;
     sm.ibcast[5] = take - before;
   }
   if (threadIdx.x == 0) sm.found = 0xffffffffu;
   __syncthreads();
-  if (take > total) return 0;  // uniform (a guard: the counts sum to ties)
   constexpr int kPer = Policy::kChunk / Policy::kThreads;
   const int rank = sm.ibcast[5];
   const int32_t i0 = sm.ibcast[4] * Policy::kChunk + (int32_t)threadIdx.x * kPer;
