@@ -12,9 +12,10 @@
 // (%globaltimer, after the first) and how long each stage of its chunk phase
 // took (load and parameters, stats, pivot selection, emission, ticket), as
 // min / median / max over the chunks and for the CTA that merged.
-// Arguments: rows top_k top_p min_p (defaults 16 50 0.9 0).  Build and run on the device:
+// Arguments: rows top_k top_p min_p sigma boosted (defaults 16 50 0.9 0 2 20;
+// sigma 0 and boosted 0 give flat rows).  Build and run on the device:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
-//        -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu -o /tmp/mp && /tmp/mp 16 50 0.9 0
+//        -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o /tmp/mp && /tmp/mp 16 50 0.9 0
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -58,7 +59,10 @@ int main(int argc, char** argv) {
   const int64_t V = 129280;
   const int B = argc > 1 ? atoi(argv[1]) : 16;
   const float top_p = argc > 3 ? (float)atof(argv[3]) : 0.9f;
-  const probe::RowBench rows(probe::anchor_rows(B, V, 2.0f, 20), V);
+  // Optional: sigma and the boosted count of the rows (0 0: flat rows).
+  const float sigma = argc > 5 ? (float)atof(argv[5]) : 2.0f;
+  const int boosted = argc > 6 ? atoi(argv[6]) : 20;
+  const probe::RowBench rows(probe::anchor_rows(B, V, sigma, boosted), V);
   SamplingParams p;
   p.top_k.value = argc > 2 ? atoi(argv[2]) : 50;
   p.top_p.value = top_p;
@@ -90,6 +94,10 @@ int main(int argc, char** argv) {
                                  us(tr[11] - tr[10]), us(tr[3] - tr[11]));
     if (tr[12] && tr[13]) printf(" | warp: load+sort %5.2f decide %5.2f race %5.2f", us(tr[12] - tr[3]),
                                  us(tr[13] - tr[12]), us(tr[4] - tr[13]));
+    // Inside "race" for min-p rows past the list: the bounded gather, the
+    // fallback (stamps 14 and 15: only on branch next/s29-minp's merge).
+    if (tr[14]) printf(" | gather %5.2f", us(tr[14] - tr[4]));
+    if (tr[14] && tr[15]) printf(" fallback %6.2f", us(tr[15] - tr[14]));
     printf("\n");
     if (r < 2) print_chunk_stages(mhz);
   }

@@ -1902,6 +1902,102 @@ TEST(GpuSampler, TieRunAtMaxRowsSmall) {
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
 
+// One row of kind r % 6 for the min-p tests below, rounded to the dtype:
+//   0: flat (every logit c): every token survives min-p;
+//   1: flat with every third token -inf;
+//   2: N(0, 0.3^2): every token within ln(1 / min_p) of the max at min_p 0.05;
+//   3: N(0, 0.5^2) on a grid of 1/8 (runs of equal logits, bf16 duplicates);
+//   4: N(0, 1) with one token at 4: ~9,000 survivors at min_p 0.05 (past the
+//      merge's 4,096 and the gather's list, but a tenth of the row);
+//   5: N(0, 2^2): a few hundred survivors (the list decides: a control).
+void fill_min_p_row(int64_t r, int64_t v, DType dt, Rng& rng, std::vector<float>& x) {
+  const float kInf = std::numeric_limits<float>::infinity();
+  const int kind = (int)(r % 6);
+  const float c = (float)(4.0 * rng.normal());
+  const double scale[] = {0.0, 0.0, 0.3, 0.5, 1.0, 2.0};
+  for (int64_t i = 0; i < v; ++i) {
+    x[i] = kind <= 1 ? c : (float)(scale[kind] * rng.normal());
+    if (kind == 3) x[i] = std::round(x[i] * 8.0f) / 8.0f;
+    if (kind == 1 && i % 3 == 2) x[i] = -kInf;
+  }
+  if (kind == 4) x[(size_t)rng.range(0, v - 1)] = 4.0f;
+  for (float& y : x) y = round_to_dtype(y, dt);
+}
+
+// Min-p rows whose survivors overflow the merge (more than kMergeCap: flat
+// and high-temperature rows) go from the merge's bounded gather to the
+// one-CTA fallback, whose race pass decides them (a faster form of both,
+// v101, is on branch next/s29-minp): token, status, kept count and log-prob
+// must be the CPU backend's.  Batches of 300 rows (the
+// row-CTA min-p kernel, scalar parameters) and 24 (the chunked kernel), V =
+// 129,280, 6,151 (not a multiple of 4; a padded stride) and 262,208, fp32
+// and bf16 (fp16 at 6,151), min_p 0.05 to 1 (min_p 1 keeps a flat row
+// whole), one at T = 2.5, one with top-k 5,000 on top (the generic top-k
+// search, then the race over its cut), one with top-p 0.95 on top (the
+// split launches).  Every 7th row is sampled alone.  The test asks for at
+// least 500 rows whose CPU kept count passes 4,096.
+TEST(GpuSampler, MinPManySurvivorsMatchCpuAndRowsAlone) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["min_p_many_survivors"];
+  int reported = 0;
+  AloneTally alone;
+  int64_t overflow = 0;  // rows whose kept set passes the merge's capacity
+  const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.05f}, {1.0f, 0, 1.0f, 1.0f},     {2.5f, 0, 1.0f, 0.1f},
+                                  {1.0f, 0, 1.0f, 0.5f},  {1.0f, 5000, 1.0f, 0.05f}, {1.0f, 0, 0.95f, 0.05f}};
+  const struct {
+    int64_t rows, vocab, stride;
+    bool f16;
+  } shapes[] = {{300, 129280, 129280, false}, {24, 129280, 129280, false}, {36, 6151, 6157, true},
+                {24, 262208, 262208, false}};
+  uint64_t seed = 14000;
+  for (const auto& sh : shapes)
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (const ScalarFilter& f : filters) {
+        if (dt == DType::kF16 && !sh.f16) continue;
+        const int64_t v = sh.vocab;
+        HostBatch b(sh.rows, v, sh.stride, dt);
+        Rng rng(++seed);
+        std::vector<float> x((size_t)v);
+        for (int64_t r = 0; r < b.rows; ++r) {
+          fill_min_p_row(r, v, dt, rng, x);
+          b.set_row(r, x.data());
+          b.seed[r] = 555 + (uint64_t)r * 7, b.offset[r] = (uint64_t)r * 13;
+        }
+        f.set_rows(b);
+        Results cpu(b.rows);
+        check_batch_and_rows_alone(b, f, /*logprobs=*/sh.rows < 100, t, reported, alone, false, /*alone_stride=*/7,
+                                   nullptr, &cpu);
+        for (int64_t r = 0; r < b.rows; ++r) overflow += cpu.status[r] == TOKENSIFT_ROW_OK && cpu.kept[r] > 4096;
+      }
+  std::printf("[min_p_many_survivors] rows keeping more than 4,096 tokens %lld\n", (long long)overflow);
+  expect_path_clean("min_p_many_survivors", t, alone);
+  EXPECT_GE(overflow, 500) << "too few rows past the merge: the test proves little about the fallback's race";
+}
+
+// The min-p rows above, few enough for the sanitizers: six rows (one of each
+// kind) at V = 129,280, fp32 and bf16, min_p 0.05, log-probs asked for; the
+// chunked kernel, its gather and the fallback's race pass.
+TEST(GpuSampler, MinPManySurvivorsSmall) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["min_p_many_small"];
+  int reported = 0;
+  const int64_t v = 129280;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    HostBatch b(6, v, v, dt);
+    Rng rng(15000 + (uint64_t)dt);
+    std::vector<float> x((size_t)v);
+    for (int64_t r = 0; r < b.rows; ++r) {
+      fill_min_p_row(r, v, dt, rng, x);
+      b.set_row(r, x.data());
+      b.set_params(r, RowParams{1.0f, 0.05f, 0, 1.0f, 60 + (uint64_t)r, (uint64_t)r});
+    }
+    DeviceBatch d(b);
+    sample_and_compare(b, d, t, reported);
+  }
+  EXPECT_EQ(t.rows, 12);
+  EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
+}
+
 // Writes the JSON summary after all tests ran.
 class ReportEnv : public ::testing::Environment {
  public:
