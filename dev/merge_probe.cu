@@ -13,7 +13,7 @@
 // took (load and parameters, stats, pivot selection, emission, ticket), as
 // min / median / max over the chunks and for the CTA that merged.
 // Arguments: rows top_k top_p min_p sigma boosted (defaults 16 50 0.9 0 2 20;
-// sigma 0 and boosted 0 give flat rows).  Build and run on the device:
+// sigma 0 gives flat rows).  Build and run on the device:
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -Isrc \
 //        -DTOKENSIFT_MERGE_TRACE dev/merge_probe.cu src/cuda/greedy_argmax.cu src/cuda/plain_race.cu -o /tmp/mp && /tmp/mp 16 50 0.9 0
 #include <cuda_runtime.h>
@@ -59,10 +59,12 @@ int main(int argc, char** argv) {
   const int64_t V = 129280;
   const int B = argc > 1 ? atoi(argv[1]) : 16;
   const float top_p = argc > 3 ? (float)atof(argv[3]) : 0.9f;
-  // Optional: sigma and the boosted count of the rows (0 0: flat rows).
+  // Optional: sigma and the boosted count of the rows; sigma 0 gives flat
+  // rows of zeros (std::normal_distribution needs sigma > 0).
   const float sigma = argc > 5 ? (float)atof(argv[5]) : 2.0f;
   const int boosted = argc > 6 ? atoi(argv[6]) : 20;
-  const probe::RowBench rows(probe::anchor_rows(B, V, sigma, boosted), V);
+  const probe::RowBench rows(
+      sigma > 0.0f ? probe::anchor_rows(B, V, sigma, boosted) : std::vector<float>((size_t)B * V, 0.0f), V);
   SamplingParams p;
   p.top_k.value = argc > 2 ? atoi(argv[2]) : 50;
   p.top_p.value = top_p;
