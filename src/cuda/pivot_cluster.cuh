@@ -1,5 +1,6 @@
 // Cluster kernel of the pivot sampler: one thread-block cluster per row for
-// small batches of top-k rows (perf-notes step 11 (b), dev/cluster_probe.cu).
+// small batches of top-k rows (perf-notes step 11 (b), dev/cluster_probe.cu)
+// and, in its kMinP copy, of pure min-p rows (v102).
 //
 // Why: at B = 1 the chunked kernel spends ~18 us on a V = 129,280 top-k row,
 // ~11 of them past what greedy's one launch costs: 32 chunk CTAs each emit
@@ -55,6 +56,15 @@
 // no eligible token) follow the row-CTA kernel's order on the same
 // statistics.
 //
+// Pure min-p rows (kMinP: no top-k, no top-p) need no search: once the
+// statistics are exchanged every CTA holds the row's max, so it knows which
+// of its tokens pass min-p; the counts go through one round's mailbox and
+// every survivor into CTA 0's list, which is then the row's whole min-p set,
+// what the chunked merge decides from (decide_and_draw on a complete list:
+// the same bits).  A row with more survivors than the list holds (flat or
+// hot rows) is decided by CTA 0 alone through the merge's gather and
+// one-CTA fallback, as on the chunked path.
+//
 // Failure modes: a row the search cannot bracket (a flat row: every token
 // ties, so a pivot counts none or all of them; rows whose sums overflow or
 // cancel in fp32, such as 3,000 + N(0, 1)) pays the exact select, five more
@@ -68,47 +78,13 @@
 
 #include <cooperative_groups.h>
 
+#include "cuda/cluster_exact_select.cuh"
 #include "cuda/cluster_mailbox.cuh"
+#include "cuda/cluster_trace.cuh"
 #include "cuda/cta_list_finish.cuh"
 #include "cuda/pivot_rowcta.cuh"
 
 namespace tokensift::cuda_detail {
-
-// Dev builds only (dev/cluster_trace.cu): per traced row, CTA 0's thread 0
-// stamps each stage (%globaltimer and clock64): 0 entry, 1 parameters in,
-// 2 loads consumed (statistics' block barrier), 3 statistics exchanged, 4-6
-// search rounds' counts exchanged, 7 list complete, 8 compaction done, 9
-// finish done, 10 the list's own count begins (the search decided), 11 the
-// list's remote stores issued, 12 the exact select done (rows the search did
-// not bracket), 13 the first pivots set, 14 / 15 round 1's counts in shared
-// memory / exchanged.  cluster_trace_span[row] (globaltimer, over every
-// CTA): the first / last CTA's entry, the last CTA at the list's barrier.
-// cluster_trace_info[row] = {rounds run, list size, bracketed}.
-#ifdef TOKENSIFT_CLUSTER_TRACE
-constexpr int kClusterTraceRows = 64;
-__device__ unsigned long long cluster_trace_ns[kClusterTraceRows][16];
-__device__ long long cluster_trace_clk[kClusterTraceRows][16];
-__device__ unsigned long long cluster_trace_span[kClusterTraceRows][3];
-__device__ int cluster_trace_info[kClusterTraceRows][3];
-#define TS_CLUSTER_MARK(i)                                                           \
-  do {                                                                               \
-    if (rank == 0 && threadIdx.x == 0 && row_id < kClusterTraceRows) {               \
-      cluster_trace_ns[row_id][i] = globaltimer_ns();                                \
-      cluster_trace_clk[row_id][i] = clock64();                                      \
-    }                                                                                \
-  } while (0)
-#define TS_CLUSTER_INFO(i, v)                                                                  \
-  do {                                                                                         \
-    if (rank == 0 && threadIdx.x == 0 && row_id < kClusterTraceRows) cluster_trace_info[row_id][i] = (v); \
-  } while (0)
-#else
-#define TS_CLUSTER_MARK(i) \
-  do {                     \
-  } while (0)
-#define TS_CLUSTER_INFO(i, v) \
-  do {                        \
-  } while (0)
-#endif
 
 // The first round's aim of pivot j (of 3): Gaussian counts spread
 // geometrically from need / 2 to 0.9 cap.  Real rows have heavier heads than
@@ -215,106 +191,15 @@ __device__ __noinline__ WarpListResult cluster_cta_finish(const uint64_t* cand, 
   return cta_topk_finish<Policy::kThreads>(cand, n, next == 0, next, cfg, zmax, want_mass, fs);
 }
 
-// The exact top `need` of a row the search could not bracket (ties at the
-// k-th key, a flat row, a row the Gaussian fit misses): an MSB-first radix
-// select of the k-th key over the cluster, 8 bits a pass.  Each CTA counts
-// its tokens under the prefix so far into a 256-bin histogram (one shared
-// atomic per distinct digit of a warp: __match_any_sync, so a flat row's
-// warps do not serialize on one bin); after a cluster barrier every CTA sums
-// each bin over the 16 CTAs in rank order and scans, so all pick the same
-// digit.  Two histogram buffers alternate: a CTA clears one only after the
-// next barrier, which every CTA passes after reading it.  Then the ties at
-// the k-th key are cut by index: the CTAs hold the row in rank order, so CTA
-// c takes the first (remaining - ties of CTAs before c) of its own, found by
-// one block scan per 16-byte vector (a thread's vectors are the row's in
-// (vector, thread, element) order).  Returns the k-th key; `take` marks the
-// thread's listed ties.  hist: 512 ints of this CTA's shared memory that no
-// other CTA touches before the list's barrier.
-template <class Policy, int kPer, int kVec, class ScanTemp>
-__device__ __forceinline__ uint32_t cluster_exact_select(cooperative_groups::cluster_group& cluster, int rank,
-                                                         const float (&x)[kPer], int need, int* hist, int* ties,
-                                                         ScanTemp& temp, uint32_t& take) {
-  constexpr int kCtas = Policy::kClusterCtas;
-  constexpr int kBins = 256;
-  static_assert(Policy::kThreads == kBins, "one bin per thread");
-  static_assert(kPer <= 32, "take is a 32-bit mask");
-  using Scan = cub::BlockScan<int, Policy::kThreads>;
-  const int tid = (int)threadIdx.x, lane = tid & 31;
-  uint32_t prefix = 0, pmask = 0;
-  int remaining = need;  // tokens still to take at or below the prefix
-#pragma unroll 1
-  for (int pass = 0; pass < 4; ++pass) {
-    const int shift = 24 - 8 * pass;
-    int* h = hist + (pass & 1) * kBins;
-    h[tid] = 0;
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) {
-      const uint32_t key = contract::order_key(x[j]);
-      const bool in = (key & pmask) == prefix;
-      const uint32_t d = (key >> shift) & 255u;
-      const unsigned peers = __match_any_sync(0xffffffffu, in ? d : 256u);
-      if (in && lane == __ffs((int)peers) - 1) atomicAdd(&h[d], __popc(peers));
-    }
-    cluster.sync();  // every CTA's histogram of this pass is complete
-    const int bin = kBins - 1 - tid;  // thread 0 holds the highest digit
-    int c = 0;
-#pragma unroll
-    for (int r = 0; r < kCtas; ++r) c += *cluster.map_shared_rank(&h[bin], (unsigned)r);
-    int incl;
-    Scan(temp).InclusiveSum(c, incl);
-    if (incl - c < remaining && remaining <= incl) {
-      ties[kCtas] = bin;
-      ties[kCtas + 1] = remaining - (incl - c);
-    }
-    __syncthreads();
-    prefix |= (uint32_t)ties[kCtas] << shift;
-    pmask |= 255u << shift;
-    remaining = ties[kCtas + 1];
-    __syncthreads();  // temp and ties[kCtas..] are written again
-  }
-  // Each CTA's count at the k-th key is its last histogram's bin (buffer 1).
-  if (tid < kCtas) ties[tid] = *cluster.map_shared_rank(hist + kBins + (int)(prefix & 255u), (unsigned)tid);
-  __syncthreads();
-  int before = 0;
-  for (int r = 0; r < rank; ++r) before += ties[r];
-  const int mine = ties[rank];
-  const int q = min(max(remaining - before, 0), mine);  // uniform in the CTA
-  take = 0;
-  if (q == mine) {
-#pragma unroll
-    for (int j = 0; j < kPer; ++j) take |= (uint32_t)(contract::order_key(x[j]) == prefix) << j;
-  } else if (q > 0) {
-    int base = 0;
-#pragma unroll
-    for (int v = 0; v < kPer / kVec; ++v) {
-      int c = 0;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) c += contract::order_key(x[v * kVec + e]) == prefix;
-      int pre, tot;
-      Scan(temp).ExclusiveSum(c, pre, tot);
-      int pos = base + pre;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        if (contract::order_key(x[v * kVec + e]) == prefix) {
-          if (pos < q) take |= 1u << (v * kVec + e);
-          ++pos;
-        }
-      }
-      base += tot;
-      __syncthreads();  // temp is reused
-    }
-  }
-  return prefix;
-}
-
 // kCapped: the instantiation for calls of more than kClusterUncappedMaxRows
 // rows, its registers capped so that kClusterMinBlocksPerSm CTAs fit an SM
 // (16 clusters then fit the GPCs at once) and its finish out of line; the
 // smaller calls' copy keeps every register it wants (the cap spilled and
 // cost B = 1 ~1 us, v62) and its finish inline (fp32 at 8 rows uncapped
 // ran +15 %, v63).  Same arithmetic, same bits.
-template <class T, class Policy, bool kCapped>
+// kMinP: the pure min-p copy (no top-k, no top-p; step 2' below), which
+// lists every min-p survivor instead of searching.
+template <class T, class Policy, bool kCapped, bool kMinP>
 __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMinBlocksPerSm : 1)
     cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   namespace cg = cooperative_groups;
@@ -327,7 +212,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   // take the binned search (v68b: 15 pivots a round, tokens at or above the
   // lowest binned by how many they reach; B = 16 -13.5 % against three
   // pivots, B = 1 +4.7 %, so the uncapped copy keeps three).
-  constexpr bool kBinned = kCapped && Policy::kClusterBinnedCapped;
+  constexpr bool kBinned = kCapped && Policy::kClusterBinnedCapped && !kMinP;
   constexpr int kPivots = kBinned ? Policy::kClusterPivots : 3;
   constexpr int kBinWords = kPivots + 1;  // binned: bin b holds tokens reaching b pivots (b = 1..kPivots; word 0 unused)
   static_assert(!kBinned || (kBinWords % 4 == 0 && kBinWords <= 32), "bins as 16-byte messages, one lane a bin");
@@ -490,6 +375,65 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   if (is_bad) {
     if (rank == 0 && threadIdx.x == 0) write_result(a.out, row_id, bad);
     return;  // uniform: no CTA touches another's memory after the barrier above
+  }
+
+  // 2'. Pure min-p rows (kMinP): no search.  Every CTA holds the row's max,
+  // so each knows exactly which of its tokens pass min-p; their counts are
+  // exchanged like a round's (the three-pivot mailboxes) and, when all fit
+  // CTA 0's list (kMergeCap), each CTA sends its survivors there.  The list
+  // is then the row's whole min-p set, the list the chunked merge decides
+  // from when its candidates are complete or its bounded gather fits, so
+  // decide_and_draw gives the same bits.  More survivors than the list holds
+  // (flat or hot rows): CTA 0 alone runs decide_and_draw without a list, the
+  // chunked merge's gather and fallback on the same row.
+  if constexpr (kMinP) {
+    uint32_t mask = 0;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) mask |= (uint32_t)contract::passes_min_p(x[j], zmax, cfg.ln_minp) << j;
+    const int my = __popc(mask);
+    const int in_warp = __reduce_add_sync(0xffffffffu, my);
+    if (lane == 0) warp_counts[0][warp][0] = in_warp;
+    __syncthreads();
+    if ((int)threadIdx.x < kCtas) {
+      int c = 0;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) c += warp_counts[0][w][0];
+      mailbox_send(&counts_in[0][rank], &box_rounds[0], threadIdx.x, make_uint4((uint32_t)c, 0u, 0u, 0u));
+    }
+    mailbox_wait(&box_rounds[0]);
+    int total = 0, base = 0;
+#pragma unroll
+    for (int c = 0; c < kCtas; ++c) {
+      const int n = (int)counts_in[0][c].x;
+      total += n;
+      base += c < rank ? n : 0;
+    }
+    TS_CLUSTER_MARK(4);
+    TS_CLUSTER_INFO(1, total);
+    const bool listed = total <= Policy::kMergeCap;  // uniform over the cluster
+    if (listed) {
+      if (rank == 0 && threadIdx.x == 0) {
+        sm.count = total;
+        mailbox_expect(&box_list, (uint32_t)total * sizeof(uint64_t));
+      }
+      if (my) {
+        int pos = atomicAdd(&local_n, my) + base;
+#pragma unroll 1
+        while (mask) {
+          const int j = __ffs((int)mask) - 1;
+          mask &= mask - 1u;
+          mailbox_send(&sm.cand[pos++], &box_list, 0u, pack_order(contract::order_key(select_item(x, j)), index_of(j)));
+        }
+      }
+    }
+    // Only CTA 0 goes on, on its own memory (the gather reads the row).
+    if (rank != 0) return;
+    if (listed) mailbox_wait(&box_list);
+    TS_CLUSTER_MARK(7);
+    const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, listed, 0ull, zmax, -1.0);
+    if (threadIdx.x == 0) write_result(a.out, row_id, r);  // no top-p: never deferred
+    TS_CLUSTER_MARK(9);
+    return;
   }
 
   // 2. The search.  Three pivots a round (the uncapped copy; the capped one

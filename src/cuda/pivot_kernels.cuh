@@ -173,12 +173,16 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, b
 }
 
 // The cluster kernel (one cluster of kClusterCtas CTAs per row) alone: it
-// decides every row itself (rows its search cannot bracket by its exact
-// radix select), so nothing follows it and it uses no workspace.
+// decides every row itself (top-k rows its search cannot bracket by its exact
+// radix select, min-p rows past its list by the merge's gather and
+// fallback), so nothing follows it and it uses no workspace.
 template <class T>
-cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream) {
-  const auto kernel = a.rows <= PivotPolicy::kClusterUncappedMaxRows ? cluster_topk_kernel<T, PivotPolicy, false>
-                                                                     : cluster_topk_kernel<T, PivotPolicy, true>;
+cudaError_t launch_cluster(const PivotArgs& a, bool min_p, cudaStream_t stream) {
+  const bool capped = a.rows > PivotPolicy::kClusterUncappedMaxRows;
+  const auto kernel = min_p ? (capped ? cluster_topk_kernel<T, PivotPolicy, true, true>
+                                      : cluster_topk_kernel<T, PivotPolicy, false, true>)
+                            : (capped ? cluster_topk_kernel<T, PivotPolicy, true, false>
+                                      : cluster_topk_kernel<T, PivotPolicy, false, false>);
   // Clusters of 16 CTAs are past the portable 8 (sm_90 allows 16 on request).
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return e;

@@ -61,10 +61,11 @@ enum RowCtaKind : int {
   kRowCtaTopKFine = 3,
 };
 
-// Small batches of top-k rows (k < kWarpList, no min-p, scalar parameters):
-// one thread-block cluster per row, one launch (pivot_cluster.cuh).
+// Small batches of top-k rows (k < kWarpList, no min-p) or of pure min-p
+// rows (min_p: no top-k, no top-p), scalar parameters: one thread-block
+// cluster per row, one launch (pivot_cluster.cuh).
 template <class T>
-cudaError_t launch_cluster_topk(const PivotArgs& a, cudaStream_t stream);
+cudaError_t launch_cluster(const PivotArgs& a, bool min_p, cudaStream_t stream);
 
 // The row-CTA kernel, one CTA per row (pivot_rowcta.cuh), for calls whose
 // rows are all of one RowCtaKind; then the split fallback when may_split.

@@ -148,8 +148,9 @@
 #endif
 
 // Calls of at most this many rows of scalar top-k parameters (k < kWarpList,
-// no min-p) with V <= kClusterCtas x kThreads x kClusterItems take the
-// cluster kernel on sm_90 (pivot_cluster.cuh); 0 turns it off.
+// no min-p), or of pure min-p ones (kClusterMinP), with V <= kClusterCtas x
+// kThreads x kClusterItems take the cluster kernel on sm_90
+// (pivot_cluster.cuh); 0 turns it off.
 #ifndef TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS
 #define TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS 16
 #endif
@@ -158,6 +159,12 @@
 // (v68b: B = 16 -13.5 % same run; the uncapped copy keeps three, B = 1 +4.7 %).
 #ifndef TOKENSIFT_PIVOT_CLUSTER_BINNED_CAPPED
 #define TOKENSIFT_PIVOT_CLUSTER_BINNED_CAPPED 1
+#endif
+// Whether calls of pure min-p rows (no top-k, no top-p; scalar parameters)
+// take the cluster kernel too, under the same row and vocabulary limits (1),
+// or the chunked kernel (0, before v102).
+#ifndef TOKENSIFT_PIVOT_CLUSTER_MIN_P
+#define TOKENSIFT_PIVOT_CLUSTER_MIN_P 1
 #endif
 // CTAs an SM must hold for the cluster kernel (its register cap).
 #ifndef TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS
@@ -371,6 +378,7 @@ struct PivotPolicy {
   static constexpr bool kClusterBinnedCapped = TOKENSIFT_PIVOT_CLUSTER_BINNED_CAPPED != 0;
   static constexpr int kClusterMinBlocksPerSm = TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS;
   static constexpr int64_t kClusterUncappedMaxRows = 4;
+  static constexpr bool kClusterMinP = TOKENSIFT_PIVOT_CLUSTER_MIN_P != 0;
   static constexpr int kMaxMergeChunks = 256; // chunks' emitted counts cached in shared memory (V <= 1M); one per thread
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest

@@ -124,24 +124,34 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
   return -1;
 }
 
-// Calls of at most kClusterMaxRows rows whose every row is a top-k row with
-// k < kWarpList and no min-p, by scalar parameters, with V <= kClusterCtas x
-// kThreads x kClusterItems, on sm_90 or later: one thread-block cluster per
-// row (pivot_cluster.cuh).  Its rows end in the row-CTA kernel's decision on
-// the same list (the row's top k; the rows its search cannot bracket by an
-// exact select), so the choice cannot change a row's result.  Why
-// small batches only: a cluster holds kClusterCtas SMs for one row, which
-// pays while the batch leaves SMs idle (docs/perf-notes.md v59: the anchors'
-// k50_p0.9 B = 1 / 16 -17 / -10 %, same run).
-static bool cluster_applies(const LogitsView& logits, const SamplingParams& p) {
-  if (PivotPolicy::kClusterMaxRows <= 0 || logits.rows > PivotPolicy::kClusterMaxRows) return false;
+// Calls of at most kClusterMaxRows rows with V <= kClusterCtas x kThreads x
+// kClusterItems, on sm_90 or later, whose every row is, by scalar
+// parameters, a top-k row with k < kWarpList and no min-p (kTopK), or a pure
+// min-p row: no top-k, no top-p (kMinP; ds4's default sampling): one
+// thread-block cluster per row (pivot_cluster.cuh).  Top-k rows end in the
+// row-CTA kernel's decision on the same list (the row's top k; the rows its
+// search cannot bracket by an exact select), min-p rows in the merge's on
+// the row's whole min-p set, so the choice cannot change a row's result.
+// Why small batches only: a cluster holds kClusterCtas SMs for one row,
+// which pays while the batch leaves SMs idle (docs/perf-notes.md v59: the
+// anchors' k50_p0.9 B = 1 / 16 -17 / -10 %, same run).  Why no top-p on
+// min-p rows: a min-p row past the list with top-p defers to the split
+// launches, which need the workspace this path does without.
+enum class ClusterKind { kNone, kTopK, kMinP };
+static ClusterKind cluster_kind(const LogitsView& logits, const SamplingParams& p) {
+  if (PivotPolicy::kClusterMaxRows <= 0 || logits.rows > PivotPolicy::kClusterMaxRows) return ClusterKind::kNone;
   if (logits.vocab > (int64_t)PivotPolicy::kClusterCtas * PivotPolicy::kThreads * PivotPolicy::kClusterItems)
-    return false;
-  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return false;
-  if (contract::is_greedy_temperature(p.temperature.value) || p.min_p.value > 0.0f) return false;
-  if (!(p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab && p.top_k.value < PivotPolicy::kWarpList))
-    return false;
-  return device_is_sm90_or_later();
+    return ClusterKind::kNone;
+  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return ClusterKind::kNone;
+  if (contract::is_greedy_temperature(p.temperature.value)) return ClusterKind::kNone;
+  const bool k_active = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
+  ClusterKind kind = ClusterKind::kNone;
+  if (p.min_p.value > 0.0f) {
+    if (PivotPolicy::kClusterMinP && !k_active && !(p.top_p.value < 1.0f)) kind = ClusterKind::kMinP;
+  } else if (k_active && p.top_k.value < PivotPolicy::kWarpList) {
+    kind = ClusterKind::kTopK;
+  }
+  return kind != ClusterKind::kNone && device_is_sm90_or_later() ? kind : ClusterKind::kNone;
 }
 
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
@@ -192,14 +202,15 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // list would.
   a.early_defer = PivotPolicy::kEarlyDefer && may_split && logits.rows <= PivotPolicy::kEarlyDeferMaxRows;
   // The cluster path uses no workspace: one launch decides every row.
-  if (cluster_applies(logits, params)) {
+  if (const ClusterKind ck = cluster_kind(logits, params); ck != ClusterKind::kNone) {
+    const bool min_p = ck == ClusterKind::kMinP;
     switch (logits.dtype) {
       case DType::kF32:
-        return launch_cluster_topk<float>(a, stream);
+        return launch_cluster<float>(a, min_p, stream);
       case DType::kBF16:
-        return launch_cluster_topk<__nv_bfloat16>(a, stream);
+        return launch_cluster<__nv_bfloat16>(a, min_p, stream);
       case DType::kF16:
-        return launch_cluster_topk<__half>(a, stream);
+        return launch_cluster<__half>(a, min_p, stream);
     }
   }
   const int kind = rowcta_kind(logits, params, out);

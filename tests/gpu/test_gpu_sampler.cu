@@ -1225,14 +1225,24 @@ HostBatch sub_batch(const HostBatch& b, int64_t r0, int64_t n) {
   return s;
 }
 
-// One kAuto call on b with the scalar filter f (log-probs asked for).
-Results run_scalar(const HostBatch& b, const ScalarFilter& f) {
+// One kAuto call on b with the scalar filter f (log-probs asked for).  With
+// `no_workspace` the call must leave its workspace as it found it (the
+// cluster kernel's calls: every other path of these batches writes it).
+Results run_scalar(const HostBatch& b, const ScalarFilter& f, bool no_workspace = false) {
   GpuSampler g;
   EXPECT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
   DeviceBatch d(b);
   f.apply(d);
   d.poison();
+  if (no_workspace) EXPECT_EQ(cudaMemset(g.ws->p, 0x5A, g.ws_bytes), cudaSuccess);
   EXPECT_EQ(g.run(d), Status::kOk) << last_error_message();
+  if (no_workspace) {
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::vector<unsigned char> ws(g.ws_bytes);
+    EXPECT_EQ(cudaMemcpy(ws.data(), g.ws->p, g.ws_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(std::all_of(ws.begin(), ws.end(), [](unsigned char c) { return c == 0x5A; }))
+        << "V " << b.vocab << " rows " << b.rows << ": the call wrote its workspace (not the cluster kernel)";
+  }
   return d.fetch();
 }
 
@@ -1240,8 +1250,9 @@ Results run_scalar(const HostBatch& b, const ScalarFilter& f) {
 // each of its rows against row `at[r]` of `big_res`, a larger batch's
 // results (another kernel's): token, status, kept count and log-prob bits.
 void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Results& big_res,
-                       const std::vector<int64_t>& at, Tally& t, int& reported, AloneTally& same) {
-  const Results res = run_scalar(small, f);
+                       const std::vector<int64_t>& at, Tally& t, int& reported, AloneTally& same,
+                       bool no_workspace = false) {
+  const Results res = run_scalar(small, f, no_workspace);
   compare_batch(small, res, run_cpu(small), t, reported, true);
   for (int64_t r = 0; r < small.rows; ++r) {
     const int64_t q = at[(size_t)r];
@@ -1260,7 +1271,7 @@ void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Resu
 // Small batch b (the cluster kernel's) against the CPU backend and against
 // the same rows repeated to 64 (the row-CTA kernel's batch), bits included.
 void check_against_rowcta_repeat(const HostBatch& b, const ScalarFilter& f, Tally& t, int& reported,
-                                 AloneTally& same) {
+                                 AloneTally& same, bool no_workspace = false) {
   HostBatch big(64, b.vocab, b.vocab, b.dtype);
   for (int64_t r = 0; r < big.rows; ++r) {
     big.set_row(r, b.row(r % b.rows));
@@ -1270,7 +1281,7 @@ void check_against_rowcta_repeat(const HostBatch& b, const ScalarFilter& f, Tall
   const Results big_res = run_scalar(big, f);
   std::vector<int64_t> at((size_t)b.rows);
   for (int64_t r = 0; r < b.rows; ++r) at[(size_t)r] = r;
-  check_small_batch(b, f, big_res, at, t, reported, same);
+  check_small_batch(b, f, big_res, at, t, reported, same, no_workspace);
 }
 
 // Batches of at most PivotPolicy::kClusterMaxRows rows with scalar top-k
@@ -1368,6 +1379,102 @@ TEST(GpuSampler, GraphCaptureAndReplayCluster) {
   HostBatch b = make_batch(4, 129280, DType::kF32, 2031);
   std::vector<float> flat((size_t)b.vocab, 0.25f);
   b.set_row(2, flat.data());
+  f.set_rows(b);
+  for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
+  bool ok = false;
+  check_graph_replay(b, &f, 3, true, ok, true);
+  if (!ok) flags()["graph_capture"] = "fail";
+}
+
+// One row of kind r % 6 for the min-p tests below, rounded to the dtype:
+//   0: flat (every logit c): every token survives min-p;
+//   1: flat with every third token -inf;
+//   2: N(0, 0.3^2): every token within ln(1 / min_p) of the max at min_p 0.05;
+//   3: N(0, 0.5^2) on a grid of 1/8 (runs of equal logits, bf16 duplicates);
+//   4: N(0, 1) with one token at 4: ~9,000 survivors at min_p 0.05 (past the
+//      merge's 4,096 and the gather's list, but a tenth of the row);
+//   5: N(0, 2^2): a few hundred survivors (the list decides: a control).
+void fill_min_p_row(int64_t r, int64_t v, DType dt, Rng& rng, std::vector<float>& x) {
+  const float kInf = std::numeric_limits<float>::infinity();
+  const int kind = (int)(r % 6);
+  const float c = (float)(4.0 * rng.normal());
+  const double scale[] = {0.0, 0.0, 0.3, 0.5, 1.0, 2.0};
+  for (int64_t i = 0; i < v; ++i) {
+    x[i] = kind <= 1 ? c : (float)(scale[kind] * rng.normal());
+    if (kind == 3) x[i] = std::round(x[i] * 8.0f) / 8.0f;
+    if (kind == 1 && i % 3 == 2) x[i] = -kInf;
+  }
+  if (kind == 4) x[(size_t)rng.range(0, v - 1)] = 4.0f;
+  for (float& y : x) y = round_to_dtype(y, dt);
+}
+
+// Batches of at most PivotPolicy::kClusterMaxRows pure min-p rows (scalar
+// min_p, no top-k, no top-p) with V <= 131,072 take the cluster kernel too
+// (v102): each CTA lists its min-p survivors into CTA 0, which decides from
+// the row's whole min-p set with the merge's decide_and_draw, or, past
+// kMergeCap survivors, runs the merge's gather and fallback.  Each small
+// batch must leave its workspace untouched (the cluster kernel took it),
+// match the CPU backend, and give each row the bits (token, status, kept
+// count, log-prob) it gets in a batch of 64 (the chunked kernel) or, for the
+// edge rows, of 256 (the row-CTA kernel): the mixed distribution's
+// adversarial rows in every dtype, V not a multiple of 4 or 8, padded
+// strides; temperatures 0.5 to 2.5, min_p from 0.002 to 1, k >= V (no
+// top-k); the edge rows (flat, NaN, +inf, every z -inf, masks, one dominant
+// token, 3,000 + N(0, 1)); and the min-p rows of fill_min_p_row (flat, hot
+// and tied rows whose survivors pass the list's 4,096).
+TEST(GpuSampler, ClusterMinPBatchesMatchCpuAndOtherKernels) {
+  TS_REQUIRE_GPU();
+  Tally& t = tallies()["cluster_min_p"];
+  int reported = 0;
+  AloneTally same;
+  const BatchShape shapes[] = {{16, 129280}, {5, 4099}, {1, 65}, {3, 131072}, {8, 77777}};
+  const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.05f}, {0.7f, 0, 1.0f, 0.1f}, {2.5f, 0, 1.0f, 0.05f},
+                                  {1.0f, 0x7fffffff, 1.0f, 1.0f}, {1.3f, 0, 1.0f, 0.002f}};
+  uint64_t seed = 16100;
+  for (const BatchShape& sh : shapes)
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (const ScalarFilter& f : filters) {
+        BatchOptions o;
+        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
+        f.set_rows(b);
+        check_against_rowcta_repeat(b, f, t, reported, same, /*no_workspace=*/true);
+      }
+  const ScalarFilter edge_filters[] = {{1.0f, 0, 1.0f, 0.05f}, {0.5f, 0, 1.0f, 0.1f}};
+  for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter& f) { return 16300 + (uint64_t)dt * 17 + (uint64_t)(f.min_p * 100); },
+                      [&](const HostBatch& b, const ScalarFilter& f) {
+                        const Results big_res = run_scalar(b, f);  // 256 rows: the row-CTA kernel
+                        for (int64_t r0 = 0; r0 + 9 <= 27; r0 += 9) {
+                          std::vector<int64_t> at;
+                          for (int64_t r = r0; r < r0 + 9; ++r) at.push_back(r);
+                          check_small_batch(sub_batch(b, r0, 9), f, big_res, at, t, reported, same, true);
+                        }
+                      });
+  const ScalarFilter many_filters[] = {{1.0f, 0, 1.0f, 0.05f}, {2.5f, 0, 1.0f, 0.1f}, {1.0f, 0, 1.0f, 1.0f}};
+  for (const BatchShape& sh : {BatchShape{6, 129280}, BatchShape{12, 6151}})
+    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
+      for (const ScalarFilter& f : many_filters) {
+        HostBatch b(sh.rows, sh.vocab, sh.vocab, dt);
+        Rng rng(++seed);
+        std::vector<float> x((size_t)sh.vocab);
+        for (int64_t r = 0; r < b.rows; ++r) {
+          fill_min_p_row(r, sh.vocab, dt, rng, x);
+          b.set_row(r, x.data());
+          b.seed[r] = 800 + (uint64_t)r, b.offset[r] = (uint64_t)r * 5;
+        }
+        f.set_rows(b);
+        check_against_rowcta_repeat(b, f, t, reported, same, /*no_workspace=*/true);
+      }
+  expect_path_clean("cluster_min_p", t, same);
+}
+
+// The cluster kernel's min-p copy captured in a graph and replayed (a batch
+// of 4 with one flat row, past the list: CTA 0's gather and fallback).
+TEST(GpuSampler, GraphCaptureAndReplayClusterMinP) {
+  TS_REQUIRE_GPU();
+  const ScalarFilter f{0.8f, 0, 1.0f, 0.05f};
+  HostBatch b = make_batch(4, 129280, DType::kBF16, 2032);
+  std::vector<float> flat((size_t)b.vocab, 0.25f);
+  b.set_row(1, flat.data());
   f.set_rows(b);
   for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
   bool ok = false;
@@ -1902,28 +2009,6 @@ TEST(GpuSampler, TieRunAtMaxRowsSmall) {
   EXPECT_EQ(t.token_mismatch + t.status_mismatch + t.kept_mismatch + t.logprob_mismatch, 0);
 }
 
-// One row of kind r % 6 for the min-p tests below, rounded to the dtype:
-//   0: flat (every logit c): every token survives min-p;
-//   1: flat with every third token -inf;
-//   2: N(0, 0.3^2): every token within ln(1 / min_p) of the max at min_p 0.05;
-//   3: N(0, 0.5^2) on a grid of 1/8 (runs of equal logits, bf16 duplicates);
-//   4: N(0, 1) with one token at 4: ~9,000 survivors at min_p 0.05 (past the
-//      merge's 4,096 and the gather's list, but a tenth of the row);
-//   5: N(0, 2^2): a few hundred survivors (the list decides: a control).
-void fill_min_p_row(int64_t r, int64_t v, DType dt, Rng& rng, std::vector<float>& x) {
-  const float kInf = std::numeric_limits<float>::infinity();
-  const int kind = (int)(r % 6);
-  const float c = (float)(4.0 * rng.normal());
-  const double scale[] = {0.0, 0.0, 0.3, 0.5, 1.0, 2.0};
-  for (int64_t i = 0; i < v; ++i) {
-    x[i] = kind <= 1 ? c : (float)(scale[kind] * rng.normal());
-    if (kind == 3) x[i] = std::round(x[i] * 8.0f) / 8.0f;
-    if (kind == 1 && i % 3 == 2) x[i] = -kInf;
-  }
-  if (kind == 4) x[(size_t)rng.range(0, v - 1)] = 4.0f;
-  for (float& y : x) y = round_to_dtype(y, dt);
-}
-
 // Min-p rows whose survivors overflow the merge (more than kMergeCap: flat
 // and high-temperature rows) go from the merge's bounded gather to the
 // one-CTA fallback, whose race pass decides them (a faster form of both,
@@ -1934,7 +2019,8 @@ void fill_min_p_row(int64_t r, int64_t v, DType dt, Rng& rng, std::vector<float>
 // and bf16 (fp16 at 6,151), min_p 0.05 to 1 (min_p 1 keeps a flat row
 // whole), one at T = 2.5, one with top-k 5,000 on top (the generic top-k
 // search, then the race over its cut), one with top-p 0.95 on top (the
-// split launches).  Every 7th row is sampled alone.  The test asks for at
+// split launches).  Every 7th row is sampled alone (pure min-p rows at V <=
+// 131,072 alone take the cluster kernel, v102).  The test asks for at
 // least 500 rows whose CPU kept count passes 4,096.
 TEST(GpuSampler, MinPManySurvivorsMatchCpuAndRowsAlone) {
   TS_REQUIRE_GPU();
