@@ -62,8 +62,11 @@
 // every survivor into CTA 0's list, which is then the row's whole min-p set,
 // what the chunked merge decides from (decide_and_draw on a complete list:
 // the same bits).  A row with more survivors than the list holds (flat or
-// hot rows) is decided by CTA 0 alone through the merge's gather and
-// one-CTA fallback, as on the chunked path.
+// hot rows) keeps them all: without log-probs each CTA races its own
+// survivors and CTA 0 takes the best of the 16 (the token and count are
+// exact under any split); with log-probs CTA 0 alone runs the merge's gather
+// and one-CTA fallback, as on the chunked path, whose kept mass (a double
+// sum in its own order) the log-prob's bits follow.
 //
 // Failure modes: a row the search cannot bracket (a flat row: every token
 // ties, so a pivot counts none or all of them; rows whose sums overflow or
@@ -411,6 +414,52 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     TS_CLUSTER_MARK(4);
     TS_CLUSTER_INFO(1, total);
     const bool listed = total <= Policy::kMergeCap;  // uniform over the cluster
+    // Past the list, with no log-probs asked for: the kept set is every
+    // survivor, and the token their race's winner, which each CTA finds among
+    // its own (one exact score each, Philox and the contract's logs; the max
+    // of packed (score, index) is the same whatever the split), and CTA 0
+    // takes the best of the 16 (a message each, round 2's mailbox).  The
+    // token and kept count are the fallback's; its log-prob needs the kept
+    // mass in the fallback's own order, so calls that ask for log-probs take
+    // CTA 0's gather and fallback below.  Flat rows at B = 1: ~435 us there.
+    if (!listed && a.out.logprobs == nullptr) {
+      uint64_t best = 0;
+#pragma unroll 1
+      while (mask) {
+        const int j = __ffs((int)mask) - 1;
+        mask &= mask - 1u;
+        const uint32_t i = index_of(j);
+        const float s = contract::race_score(select_item(x, j), cfg.seed, cfg.offset, i);
+        const uint64_t q = pack_order(contract::order_key(s), i);
+        best = q > best ? q : best;
+      }
+      best = warp_max_u64(best);
+      if (lane == 0) warp_counts[1][warp][0] = (int)(uint32_t)best, warp_counts[1][warp][1] = (int)(uint32_t)(best >> 32);
+      __syncthreads();
+      const auto word_pair = [](uint32_t lo, uint32_t hi) { return ((uint64_t)hi << 32) | lo; };
+      if (threadIdx.x == 0) {
+        uint64_t b = 0;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+          const uint64_t q = word_pair((uint32_t)warp_counts[1][w][0], (uint32_t)warp_counts[1][w][1]);
+          b = q > b ? q : b;
+        }
+        mailbox_send(&counts_in[1][rank], &box_rounds[1], 0u, make_uint4((uint32_t)b, (uint32_t)(b >> 32), 0u, 0u));
+      }
+      if (rank != 0) return;
+      mailbox_wait(&box_rounds[1]);
+      if (threadIdx.x == 0) {
+        uint64_t b = 0;
+#pragma unroll
+        for (int c = 0; c < kCtas; ++c) {
+          const uint64_t q = word_pair(counts_in[1][c].x, counts_in[1][c].y);
+          b = q > b ? q : b;
+        }
+        write_result(a.out, row_id, RowResult{TOKENSIFT_ROW_OK, (int32_t)packed_index(b), total, kNan});
+      }
+      TS_CLUSTER_MARK(9);
+      return;
+    }
     if (listed) {
       if (rank == 0 && threadIdx.x == 0) {
         sm.count = total;

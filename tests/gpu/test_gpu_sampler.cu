@@ -1225,14 +1225,16 @@ HostBatch sub_batch(const HostBatch& b, int64_t r0, int64_t n) {
   return s;
 }
 
-// One kAuto call on b with the scalar filter f (log-probs asked for).  With
-// `no_workspace` the call must leave its workspace as it found it (the
-// cluster kernel's calls: every other path of these batches writes it).
-Results run_scalar(const HostBatch& b, const ScalarFilter& f, bool no_workspace = false) {
+// One kAuto call on b with the scalar filter f (log-probs asked for unless
+// `logprobs` is false).  With `no_workspace` the call must leave its
+// workspace as it found it (the cluster kernel's calls: every other path of
+// these batches writes it).
+Results run_scalar(const HostBatch& b, const ScalarFilter& f, bool no_workspace = false, bool logprobs = true) {
   GpuSampler g;
   EXPECT_EQ(g.init(Algo::kAuto, b.rows, b.vocab, b.dtype), Status::kOk);
   DeviceBatch d(b);
   f.apply(d);
+  if (!logprobs) d.out.logprobs = nullptr;
   d.poison();
   if (no_workspace) EXPECT_EQ(cudaMemset(g.ws->p, 0x5A, g.ws_bytes), cudaSuccess);
   EXPECT_EQ(g.run(d), Status::kOk) << last_error_message();
@@ -1251,14 +1253,15 @@ Results run_scalar(const HostBatch& b, const ScalarFilter& f, bool no_workspace 
 // results (another kernel's): token, status, kept count and log-prob bits.
 void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Results& big_res,
                        const std::vector<int64_t>& at, Tally& t, int& reported, AloneTally& same,
-                       bool no_workspace = false) {
-  const Results res = run_scalar(small, f, no_workspace);
-  compare_batch(small, res, run_cpu(small), t, reported, true);
+                       bool no_workspace = false, bool logprobs = true) {
+  const Results res = run_scalar(small, f, no_workspace, logprobs);
+  compare_batch(small, res, run_cpu(small), t, reported, logprobs);
   for (int64_t r = 0; r < small.rows; ++r) {
     const int64_t q = at[(size_t)r];
     ++same.checked;
     const bool eq = res.token[r] == big_res.token[q] && res.status[r] == big_res.status[q] &&
-                    res.kept[r] == big_res.kept[q] && std::memcmp(&res.logprob[r], &big_res.logprob[q], 4) == 0;
+                    res.kept[r] == big_res.kept[q] &&
+                    (!logprobs || std::memcmp(&res.logprob[r], &big_res.logprob[q], 4) == 0);
     if (!eq && ++same.differ <= 10)
       ADD_FAILURE() << "row " << r << " of " << small.rows << ", V " << small.vocab << " " << dtype_name(small.dtype)
                     << " T " << f.temperature << " k " << f.top_k << " p " << f.top_p << ": " << res.token[r] << "/"
@@ -1271,17 +1274,17 @@ void check_small_batch(const HostBatch& small, const ScalarFilter& f, const Resu
 // Small batch b (the cluster kernel's) against the CPU backend and against
 // the same rows repeated to 64 (the row-CTA kernel's batch), bits included.
 void check_against_rowcta_repeat(const HostBatch& b, const ScalarFilter& f, Tally& t, int& reported,
-                                 AloneTally& same, bool no_workspace = false) {
+                                 AloneTally& same, bool no_workspace = false, bool logprobs = true) {
   HostBatch big(64, b.vocab, b.vocab, b.dtype);
   for (int64_t r = 0; r < big.rows; ++r) {
     big.set_row(r, b.row(r % b.rows));
     big.set_params(r, b.params(r % b.rows));
     big.dist[r] = b.dist[r % b.rows];
   }
-  const Results big_res = run_scalar(big, f);
+  const Results big_res = run_scalar(big, f, false, logprobs);
   std::vector<int64_t> at((size_t)b.rows);
   for (int64_t r = 0; r < b.rows; ++r) at[(size_t)r] = r;
-  check_small_batch(b, f, big_res, at, t, reported, same, no_workspace);
+  check_small_batch(b, f, big_res, at, t, reported, same, no_workspace, logprobs);
 }
 
 // Batches of at most PivotPolicy::kClusterMaxRows rows with scalar top-k
@@ -1412,7 +1415,8 @@ void fill_min_p_row(int64_t r, int64_t v, DType dt, Rng& rng, std::vector<float>
 // min_p, no top-k, no top-p) with V <= 131,072 take the cluster kernel too
 // (v102): each CTA lists its min-p survivors into CTA 0, which decides from
 // the row's whole min-p set with the merge's decide_and_draw, or, past
-// kMergeCap survivors, runs the merge's gather and fallback.  Each small
+// kMergeCap survivors, races them across its CTAs (no log-probs asked for)
+// or runs the merge's gather and fallback (log-probs).  Each small
 // batch must leave its workspace untouched (the cluster kernel took it),
 // match the CPU backend, and give each row the bits (token, status, kept
 // count, log-prob) it gets in a batch of 64 (the chunked kernel) or, for the
@@ -1421,7 +1425,8 @@ void fill_min_p_row(int64_t r, int64_t v, DType dt, Rng& rng, std::vector<float>
 // strides; temperatures 0.5 to 2.5, min_p from 0.002 to 1, k >= V (no
 // top-k); the edge rows (flat, NaN, +inf, every z -inf, masks, one dominant
 // token, 3,000 + N(0, 1)); and the min-p rows of fill_min_p_row (flat, hot
-// and tied rows whose survivors pass the list's 4,096).
+// and tied rows whose survivors pass the list's 4,096), these and the edge
+// rows both with log-probs and without (the cross-CTA race).
 TEST(GpuSampler, ClusterMinPBatchesMatchCpuAndOtherKernels) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["cluster_min_p"];
@@ -1442,11 +1447,13 @@ TEST(GpuSampler, ClusterMinPBatchesMatchCpuAndOtherKernels) {
   const ScalarFilter edge_filters[] = {{1.0f, 0, 1.0f, 0.05f}, {0.5f, 0, 1.0f, 0.1f}};
   for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter& f) { return 16300 + (uint64_t)dt * 17 + (uint64_t)(f.min_p * 100); },
                       [&](const HostBatch& b, const ScalarFilter& f) {
-                        const Results big_res = run_scalar(b, f);  // 256 rows: the row-CTA kernel
-                        for (int64_t r0 = 0; r0 + 9 <= 27; r0 += 9) {
-                          std::vector<int64_t> at;
-                          for (int64_t r = r0; r < r0 + 9; ++r) at.push_back(r);
-                          check_small_batch(sub_batch(b, r0, 9), f, big_res, at, t, reported, same, true);
+                        for (bool lp : {true, false}) {
+                          const Results big_res = run_scalar(b, f, false, lp);  // 256 rows: the row-CTA kernel
+                          for (int64_t r0 = 0; r0 + 9 <= 27; r0 += 9) {
+                            std::vector<int64_t> at;
+                            for (int64_t r = r0; r < r0 + 9; ++r) at.push_back(r);
+                            check_small_batch(sub_batch(b, r0, 9), f, big_res, at, t, reported, same, true, lp);
+                          }
                         }
                       });
   const ScalarFilter many_filters[] = {{1.0f, 0, 1.0f, 0.05f}, {2.5f, 0, 1.0f, 0.1f}, {1.0f, 0, 1.0f, 1.0f}};
@@ -1462,13 +1469,14 @@ TEST(GpuSampler, ClusterMinPBatchesMatchCpuAndOtherKernels) {
           b.seed[r] = 800 + (uint64_t)r, b.offset[r] = (uint64_t)r * 5;
         }
         f.set_rows(b);
-        check_against_rowcta_repeat(b, f, t, reported, same, /*no_workspace=*/true);
+        for (bool lp : {true, false}) check_against_rowcta_repeat(b, f, t, reported, same, /*no_workspace=*/true, lp);
       }
   expect_path_clean("cluster_min_p", t, same);
 }
 
 // The cluster kernel's min-p copy captured in a graph and replayed (a batch
-// of 4 with one flat row, past the list: CTA 0's gather and fallback).
+// of 4 with one flat row, past the list: with log-probs CTA 0's gather and
+// fallback, without them the race across the CTAs).
 TEST(GpuSampler, GraphCaptureAndReplayClusterMinP) {
   TS_REQUIRE_GPU();
   const ScalarFilter f{0.8f, 0, 1.0f, 0.05f};
@@ -1477,9 +1485,12 @@ TEST(GpuSampler, GraphCaptureAndReplayClusterMinP) {
   b.set_row(1, flat.data());
   f.set_rows(b);
   for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
-  bool ok = false;
-  check_graph_replay(b, &f, 3, true, ok, true);
-  if (!ok) flags()["graph_capture"] = "fail";
+  for (bool lp : {true, false}) {
+    bool ok = false;
+    check_graph_replay(b, &f, 3, true, ok, lp);
+    EXPECT_TRUE(ok) << "log-probs " << lp;
+    if (!ok) flags()["graph_capture"] = "fail";
+  }
 }
 
 // Batches of plain rows (no min-p, top-k or top-p; k >= V counts as none)
