@@ -1,6 +1,6 @@
 // Cluster kernel of the pivot sampler: one thread-block cluster per row for
 // small batches of top-k rows (perf-notes step 11 (b), dev/cluster_probe.cu)
-// and, in its kMinP copy, of pure min-p rows (v102).
+// and, in its kMinP copy, of min-p rows (v102, v102c).
 //
 // Why: at B = 1 the chunked kernel spends ~18 us on a V = 129,280 top-k row,
 // ~11 of them past what greedy's one launch costs: 32 chunk CTAs each emit
@@ -66,7 +66,11 @@
 // survivors and CTA 0 takes the best of the 16 (the token and count are
 // exact under any split); with log-probs CTA 0 alone runs the merge's gather
 // and one-CTA fallback, as on the chunked path, whose kept mass (a double
-// sum in its own order) the log-prob's bits follow.
+// sum in its own order) the log-prob's bits follow.  Min-p rows with top-k
+// (k < kWarpList; llama.cpp's default chain, top-p on top) search like
+// top-k rows; CTA 0 keeps the entries of its list that pass min-p, a prefix
+// of the row's order that holds either k tokens or every survivor, and
+// decides from it as the chunked merge does from its filtered candidates.
 //
 // Failure modes: a row the search cannot bracket (a flat row: every token
 // ties, so a pivot counts none or all of them; rows whose sums overflow or
@@ -200,8 +204,10 @@ __device__ __noinline__ WarpListResult cluster_cta_finish(const uint64_t* cand, 
 // smaller calls' copy keeps every register it wants (the cap spilled and
 // cost B = 1 ~1 us, v62) and its finish inline (fp32 at 8 rows uncapped
 // ran +15 %, v63).  Same arithmetic, same bits.
-// kMinP: the pure min-p copy (no top-k, no top-p; step 2' below), which
-// lists every min-p survivor instead of searching.
+// kMinP: the min-p copy.  Rows without top-k (and without top-p) list every
+// min-p survivor instead of searching (step 2' below); rows with top-k
+// (k < kWarpList, any top-p) search as top-k rows do and CTA 0 filters the
+// list by min-p before deciding.
 template <class T, class Policy, bool kCapped, bool kMinP>
 __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMinBlocksPerSm : 1)
     cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
@@ -380,109 +386,116 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     return;  // uniform: no CTA touches another's memory after the barrier above
   }
 
-  // 2'. Pure min-p rows (kMinP): no search.  Every CTA holds the row's max,
-  // so each knows exactly which of its tokens pass min-p; their counts are
-  // exchanged like a round's (the three-pivot mailboxes) and, when all fit
-  // CTA 0's list (kMergeCap), each CTA sends its survivors there.  The list
-  // is then the row's whole min-p set, the list the chunked merge decides
-  // from when its candidates are complete or its bounded gather fits, so
-  // decide_and_draw gives the same bits.  More survivors than the list holds
-  // (flat or hot rows): CTA 0 alone runs decide_and_draw without a list, the
-  // chunked merge's gather and fallback on the same row.
+  // 2'. Min-p rows (kMinP) without top-k: no search.  Every CTA holds the
+  // row's max, so each knows exactly which of its tokens pass min-p; their
+  // counts are exchanged like a round's (the three-pivot mailboxes) and,
+  // when all fit CTA 0's list (kMergeCap), each CTA sends its survivors
+  // there.  The list is then the row's whole min-p set, the list the chunked
+  // merge decides from when its candidates are complete or its bounded
+  // gather fits, so decide_and_draw gives the same bits.  More survivors
+  // than the list holds (flat or hot rows): raced across the CTAs without
+  // log-probs, else CTA 0 alone runs decide_and_draw without a list, the
+  // chunked merge's gather and fallback on the same row.  (No top-p here:
+  // such a row past the list would defer to the split launches.)
   if constexpr (kMinP) {
-    uint32_t mask = 0;
+    if (!cfg.k_active) {
+      uint32_t mask = 0;
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) mask |= (uint32_t)contract::passes_min_p(x[j], zmax, cfg.ln_minp) << j;
-    const int my = __popc(mask);
-    const int in_warp = __reduce_add_sync(0xffffffffu, my);
-    if (lane == 0) warp_counts[0][warp][0] = in_warp;
-    __syncthreads();
-    if ((int)threadIdx.x < kCtas) {
-      int c = 0;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) c += warp_counts[0][w][0];
-      mailbox_send(&counts_in[0][rank], &box_rounds[0], threadIdx.x, make_uint4((uint32_t)c, 0u, 0u, 0u));
-    }
-    mailbox_wait(&box_rounds[0]);
-    int total = 0, base = 0;
-#pragma unroll
-    for (int c = 0; c < kCtas; ++c) {
-      const int n = (int)counts_in[0][c].x;
-      total += n;
-      base += c < rank ? n : 0;
-    }
-    TS_CLUSTER_MARK(4);
-    TS_CLUSTER_INFO(1, total);
-    const bool listed = total <= Policy::kMergeCap;  // uniform over the cluster
-    // Past the list, with no log-probs asked for: the kept set is every
-    // survivor, and the token their race's winner, which each CTA finds among
-    // its own (one exact score each, Philox and the contract's logs; the max
-    // of packed (score, index) is the same whatever the split), and CTA 0
-    // takes the best of the 16 (a message each, round 2's mailbox).  The
-    // token and kept count are the fallback's; its log-prob needs the kept
-    // mass in the fallback's own order, so calls that ask for log-probs take
-    // CTA 0's gather and fallback below.  Flat rows at B = 1: ~435 us there.
-    if (!listed && a.out.logprobs == nullptr) {
-      uint64_t best = 0;
-#pragma unroll 1
-      while (mask) {
-        const int j = __ffs((int)mask) - 1;
-        mask &= mask - 1u;
-        const uint32_t i = index_of(j);
-        const float s = contract::race_score(select_item(x, j), cfg.seed, cfg.offset, i);
-        const uint64_t q = pack_order(contract::order_key(s), i);
-        best = q > best ? q : best;
-      }
-      best = warp_max_u64(best);
-      if (lane == 0) warp_counts[1][warp][0] = (int)(uint32_t)best, warp_counts[1][warp][1] = (int)(uint32_t)(best >> 32);
+      for (int j = 0; j < kPer; ++j) mask |= (uint32_t)contract::passes_min_p(x[j], zmax, cfg.ln_minp) << j;
+      const int my = __popc(mask);
+      const int in_warp = __reduce_add_sync(0xffffffffu, my);
+      if (lane == 0) warp_counts[0][warp][0] = in_warp;
       __syncthreads();
-      const auto word_pair = [](uint32_t lo, uint32_t hi) { return ((uint64_t)hi << 32) | lo; };
-      if (threadIdx.x == 0) {
-        uint64_t b = 0;
+      if ((int)threadIdx.x < kCtas) {
+        int c = 0;
 #pragma unroll
-        for (int w = 0; w < kWarps; ++w) {
-          const uint64_t q = word_pair((uint32_t)warp_counts[1][w][0], (uint32_t)warp_counts[1][w][1]);
-          b = q > b ? q : b;
-        }
-        mailbox_send(&counts_in[1][rank], &box_rounds[1], 0u, make_uint4((uint32_t)b, (uint32_t)(b >> 32), 0u, 0u));
+        for (int w = 0; w < kWarps; ++w) c += warp_counts[0][w][0];
+        mailbox_send(&counts_in[0][rank], &box_rounds[0], threadIdx.x, make_uint4((uint32_t)c, 0u, 0u, 0u));
       }
-      if (rank != 0) return;
-      mailbox_wait(&box_rounds[1]);
-      if (threadIdx.x == 0) {
-        uint64_t b = 0;
+      mailbox_wait(&box_rounds[0]);
+      int total = 0, base = 0;
 #pragma unroll
-        for (int c = 0; c < kCtas; ++c) {
-          const uint64_t q = word_pair(counts_in[1][c].x, counts_in[1][c].y);
-          b = q > b ? q : b;
-        }
-        write_result(a.out, row_id, RowResult{TOKENSIFT_ROW_OK, (int32_t)packed_index(b), total, kNan});
+      for (int c = 0; c < kCtas; ++c) {
+        const int n = (int)counts_in[0][c].x;
+        total += n;
+        base += c < rank ? n : 0;
       }
-      TS_CLUSTER_MARK(9);
-      return;
-    }
-    if (listed) {
-      if (rank == 0 && threadIdx.x == 0) {
-        sm.count = total;
-        mailbox_expect(&box_list, (uint32_t)total * sizeof(uint64_t));
-      }
-      if (my) {
-        int pos = atomicAdd(&local_n, my) + base;
+      TS_CLUSTER_MARK(4);
+      TS_CLUSTER_INFO(1, total);
+      const bool listed = total <= Policy::kMergeCap;  // uniform over the cluster
+      // Past the list, with no log-probs asked for: the kept set is every
+      // survivor, and the token their race's winner, which each CTA finds among
+      // its own (one exact score each, Philox and the contract's logs; the max
+      // of packed (score, index) is the same whatever the split), and CTA 0
+      // takes the best of the 16 (a message each, round 2's mailbox).  The
+      // token and kept count are the fallback's; its log-prob needs the kept
+      // mass in the fallback's own order, so calls that ask for log-probs take
+      // CTA 0's gather and fallback below.  Flat rows at B = 1: ~435 us there.
+      if (!listed && a.out.logprobs == nullptr) {
+        uint64_t best = 0;
 #pragma unroll 1
         while (mask) {
           const int j = __ffs((int)mask) - 1;
           mask &= mask - 1u;
-          mailbox_send(&sm.cand[pos++], &box_list, 0u, pack_order(contract::order_key(select_item(x, j)), index_of(j)));
+          const uint32_t i = index_of(j);
+          const float s = contract::race_score(select_item(x, j), cfg.seed, cfg.offset, i);
+          const uint64_t q = pack_order(contract::order_key(s), i);
+          best = q > best ? q : best;
+        }
+        best = warp_max_u64(best);
+        if (lane == 0) warp_counts[1][warp][0] = (int)(uint32_t)best, warp_counts[1][warp][1] = (int)(uint32_t)(best >> 32);
+        __syncthreads();
+        const auto word_pair = [](uint32_t lo, uint32_t hi) { return ((uint64_t)hi << 32) | lo; };
+        if (threadIdx.x == 0) {
+          uint64_t b = 0;
+#pragma unroll
+          for (int w = 0; w < kWarps; ++w) {
+            const uint64_t q = word_pair((uint32_t)warp_counts[1][w][0], (uint32_t)warp_counts[1][w][1]);
+            b = q > b ? q : b;
+          }
+          mailbox_send(&counts_in[1][rank], &box_rounds[1], 0u, make_uint4((uint32_t)b, (uint32_t)(b >> 32), 0u, 0u));
+        }
+        if (rank != 0) return;
+        mailbox_wait(&box_rounds[1]);
+        if (threadIdx.x == 0) {
+          uint64_t b = 0;
+#pragma unroll
+          for (int c = 0; c < kCtas; ++c) {
+            const uint64_t q = word_pair(counts_in[1][c].x, counts_in[1][c].y);
+            b = q > b ? q : b;
+          }
+          write_result(a.out, row_id, RowResult{TOKENSIFT_ROW_OK, (int32_t)packed_index(b), total, kNan});
+        }
+        TS_CLUSTER_MARK(9);
+        return;
+      }
+      if (listed) {
+        if (rank == 0 && threadIdx.x == 0) {
+          sm.count = total;
+          mailbox_expect(&box_list, (uint32_t)total * sizeof(uint64_t));
+        }
+        if (my) {
+          int pos = atomicAdd(&local_n, my) + base;
+#pragma unroll 1
+          while (mask) {
+            const int j = __ffs((int)mask) - 1;
+            mask &= mask - 1u;
+            mailbox_send(&sm.cand[pos++], &box_list, 0u, pack_order(contract::order_key(select_item(x, j)), index_of(j)));
+          }
         }
       }
+      // Only CTA 0 goes on, on its own memory (the gather reads the row).
+      if (rank != 0) return;
+      if (listed) mailbox_wait(&box_list);
+      TS_CLUSTER_MARK(7);
+      const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, listed, 0ull, zmax, -1.0);
+      if (threadIdx.x == 0) write_result(a.out, row_id, r);  // no top-k or top-p: never deferred
+      TS_CLUSTER_MARK(9);
+      return;
     }
-    // Only CTA 0 goes on, on its own memory (the gather reads the row).
-    if (rank != 0) return;
-    if (listed) mailbox_wait(&box_list);
-    TS_CLUSTER_MARK(7);
-    const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, listed, 0ull, zmax, -1.0);
-    if (threadIdx.x == 0) write_result(a.out, row_id, r);  // no top-p: never deferred
-    TS_CLUSTER_MARK(9);
-    return;
+    // Min-p rows with top-k (k < kWarpList) take the top-k search below:
+    // its list is the row's order down to its pivot, which CTA 0 filters
+    // by min-p before deciding (the end of this kernel).
   }
 
   // 2. The search.  Three pivots a round (the uncapped copy; the capped one
@@ -768,6 +781,34 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   __syncthreads();
   TS_CLUSTER_MARK(8);
   const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
+  if constexpr (kMinP) {
+    // Min-p rows with top-k: the list (at most kWarpList entries now) is
+    // the row's order down to tau; the entries that pass min-p against the
+    // row's max are a prefix of that order, and what decide_and_draw decides
+    // from is exactly those, as the chunked merge's candidates are filtered
+    // (complete when `next` fails min-p: every unlisted token then fails).
+    // Either k of them precede `next` or the list holds every survivor, so
+    // the row is decided from the list: the same sorted top k, or the same
+    // whole min-p set, and so the same bits.
+    if (threadIdx.x < 32) {
+      const int n = sm.count;
+      const auto passes = [&](uint64_t e) {
+        return contract::passes_min_p(contract::key_to_float(packed_key(e)), zmax, cfg.ln_minp);
+      };
+      const uint64_t e0 = lane < n ? sm.cand[lane] : 0ull, e1 = lane + 32 < n ? sm.cand[lane + 32] : 0ull;
+      const bool k0 = lane < n && passes(e0), k1 = lane + 32 < n && passes(e1);
+      const unsigned b0 = __ballot_sync(0xffffffffu, k0), b1 = __ballot_sync(0xffffffffu, k1);
+      const unsigned below = (1u << lane) - 1u;
+      if (k0) sm.cand[__popc(b0 & below)] = e0;
+      if (k1) sm.cand[__popc(b0) + __popc(b1 & below)] = e1;
+      if (lane == 0) sm.count = __popc(b0) + __popc(b1);
+    }
+    __syncthreads();
+    const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, true, next, zmax, -1.0);
+    if (threadIdx.x == 0) write_result(a.out, row_id, r);  // top-k rows never defer
+    TS_CLUSTER_MARK(9);
+    return;
+  }
   // The finish: what decide_and_draw runs on a list of at most kWarpList
   // without min-p (pre-selection and its block-wide paths skipped), called
   // here directly: warp_decide_and_race's decisions with its per-position

@@ -148,7 +148,7 @@
 #endif
 
 // Calls of at most this many rows of scalar top-k parameters (k < kWarpList,
-// no min-p), or of pure min-p ones (kClusterMinP), with V <= kClusterCtas x
+// no min-p), or of min-p ones (kClusterMinP), with V <= kClusterCtas x
 // kThreads x kClusterItems take the cluster kernel on sm_90
 // (pivot_cluster.cuh); 0 turns it off.
 #ifndef TOKENSIFT_PIVOT_CLUSTER_MAX_ROWS
@@ -160,9 +160,10 @@
 #ifndef TOKENSIFT_PIVOT_CLUSTER_BINNED_CAPPED
 #define TOKENSIFT_PIVOT_CLUSTER_BINNED_CAPPED 1
 #endif
-// Whether calls of pure min-p rows (no top-k, no top-p; scalar parameters)
-// take the cluster kernel too, under the same row and vocabulary limits (1),
-// or the chunked kernel (0, before v102).
+// Whether calls of min-p rows (scalar parameters: no top-k and no top-p, or
+// top-k with k < kWarpList and any top-p) take the cluster kernel too, under
+// the same row and vocabulary limits (1), or the chunked kernel (0, before
+// v102).
 #ifndef TOKENSIFT_PIVOT_CLUSTER_MIN_P
 #define TOKENSIFT_PIVOT_CLUSTER_MIN_P 1
 #endif

@@ -126,16 +126,18 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
 
 // Calls of at most kClusterMaxRows rows with V <= kClusterCtas x kThreads x
 // kClusterItems, on sm_90 or later, whose every row is, by scalar
-// parameters, a top-k row with k < kWarpList and no min-p (kTopK), or a pure
-// min-p row: no top-k, no top-p (kMinP; ds4's default sampling): one
-// thread-block cluster per row (pivot_cluster.cuh).  Top-k rows end in the
-// row-CTA kernel's decision on the same list (the row's top k; the rows its
-// search cannot bracket by an exact select), min-p rows in the merge's on
-// the row's whole min-p set, so the choice cannot change a row's result.
+// parameters, a top-k row with k < kWarpList and no min-p (kTopK), or a
+// min-p row (kMinP) either without top-k and top-p (ds4's default sampling)
+// or with top-k, k < kWarpList, and any top-p (llama.cpp's default chain):
+// one thread-block cluster per row (pivot_cluster.cuh).  Top-k rows end in
+// the row-CTA kernel's decision on the same list (the row's top k; the rows
+// its search cannot bracket by an exact select), min-p rows in the merge's
+// on the list it would decide from (the row's whole min-p set, or its
+// survivors down to the top k), so the choice cannot change a row's result.
 // Why small batches only: a cluster holds kClusterCtas SMs for one row,
 // which pays while the batch leaves SMs idle (docs/perf-notes.md v59: the
 // anchors' k50_p0.9 B = 1 / 16 -17 / -10 %, same run).  Why no top-p on
-// min-p rows: a min-p row past the list with top-p defers to the split
+// min-p rows without top-k: such a row past the list defers to the split
 // launches, which need the workspace this path does without.
 enum class ClusterKind { kNone, kTopK, kMinP };
 static ClusterKind cluster_kind(const LogitsView& logits, const SamplingParams& p) {
@@ -147,7 +149,8 @@ static ClusterKind cluster_kind(const LogitsView& logits, const SamplingParams& 
   const bool k_active = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
   ClusterKind kind = ClusterKind::kNone;
   if (p.min_p.value > 0.0f) {
-    if (PivotPolicy::kClusterMinP && !k_active && !(p.top_p.value < 1.0f)) kind = ClusterKind::kMinP;
+    const bool min_p_ok = k_active ? p.top_k.value < PivotPolicy::kWarpList : !(p.top_p.value < 1.0f);
+    if (PivotPolicy::kClusterMinP && min_p_ok) kind = ClusterKind::kMinP;
   } else if (k_active && p.top_k.value < PivotPolicy::kWarpList) {
     kind = ClusterKind::kTopK;
   }

@@ -1304,18 +1304,13 @@ TEST(GpuSampler, ClusterTopKBatchesMatchCpuAndRowCta) {
   Tally& t = tallies()["cluster_topk"];
   int reported = 0;
   AloneTally same;
-  const BatchShape shapes[] = {{16, 129280}, {5, 4099}, {1, 65}, {3, 131072}, {8, 77777}};
   const ScalarFilter filters[] = {{1.0f, 50, 0.9f, 0.0f}, {0.7f, 8, 1.0f, 0.0f}, {1.5f, 63, 0.5f, 0.0f},
                                   {1.0f, 1, 1.0f, 0.0f}, {1.2f, 20, 0.95f, 0.0f}};
+  const BatchShape shapes[] = {{16, 129280}, {5, 4099}, {1, 65}, {3, 131072}, {8, 77777}};
   uint64_t seed = 3300;
-  for (const BatchShape& sh : shapes)
-    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
-      for (const ScalarFilter& f : filters) {
-        BatchOptions o;
-        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
-        f.set_rows(b);
-        check_against_rowcta_repeat(b, f, t, reported, same);
-      }
+  for_each_scalar_batch(shapes, filters, seed, [&](const HostBatch& b, const ScalarFilter& f) {
+    check_against_rowcta_repeat(b, f, t, reported, same);
+  });
   const ScalarFilter edge_filters[] = {{1.0f, 50, 1.0f, 0.0f}, {0.7f, 20, 0.9f, 0.0f}, {1.0f, 1, 1.0f, 0.0f}};
   for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter& f) { return 9300 + (uint64_t)dt * 17 + (uint64_t)f.top_k; },
                       [&](const HostBatch& b, const ScalarFilter& f) {
@@ -1411,41 +1406,40 @@ void fill_min_p_row(int64_t r, int64_t v, DType dt, Rng& rng, std::vector<float>
   for (float& y : x) y = round_to_dtype(y, dt);
 }
 
-// Batches of at most PivotPolicy::kClusterMaxRows pure min-p rows (scalar
-// min_p, no top-k, no top-p) with V <= 131,072 take the cluster kernel too
-// (v102): each CTA lists its min-p survivors into CTA 0, which decides from
-// the row's whole min-p set with the merge's decide_and_draw, or, past
-// kMergeCap survivors, races them across its CTAs (no log-probs asked for)
-// or runs the merge's gather and fallback (log-probs).  Each small
+// Batches of at most PivotPolicy::kClusterMaxRows min-p rows with V <=
+// 131,072 take the cluster kernel too: rows without top-k or top-p (v102)
+// list their min-p survivors into CTA 0, which decides from the row's whole
+// min-p set with the merge's decide_and_draw, or, past kMergeCap survivors,
+// races them across its CTAs (no log-probs asked for) or runs the merge's
+// gather and fallback (log-probs); rows with top-k (k < 64, any top-p:
+// v102c) search as top-k rows and CTA 0 filters its list by min-p.  Each small
 // batch must leave its workspace untouched (the cluster kernel took it),
 // match the CPU backend, and give each row the bits (token, status, kept
 // count, log-prob) it gets in a batch of 64 (the chunked kernel) or, for the
 // edge rows, of 256 (the row-CTA kernel): the mixed distribution's
 // adversarial rows in every dtype, V not a multiple of 4 or 8, padded
 // strides; temperatures 0.5 to 2.5, min_p from 0.002 to 1, k >= V (no
-// top-k); the edge rows (flat, NaN, +inf, every z -inf, masks, one dominant
-// token, 3,000 + N(0, 1)); and the min-p rows of fill_min_p_row (flat, hot
-// and tied rows whose survivors pass the list's 4,096), these and the edge
-// rows both with log-probs and without (the cross-CTA race).
+// top-k), k 10 to 63 with top-p 0.5 to 1 (llama.cpp's default chain: T
+// 0.8, k 40, p 0.95, min_p 0.05); the edge rows (flat, NaN, +inf, every z
+// -inf, masks, one dominant token, 3,000 + N(0, 1)); and the min-p rows of
+// fill_min_p_row (flat, hot and tied rows whose survivors pass the list's
+// 4,096), these and the edge rows both with log-probs and without (the
+// cross-CTA race).
 TEST(GpuSampler, ClusterMinPBatchesMatchCpuAndOtherKernels) {
   TS_REQUIRE_GPU();
   Tally& t = tallies()["cluster_min_p"];
   int reported = 0;
   AloneTally same;
+  const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.05f},         {0.7f, 0, 1.0f, 0.1f},  {2.5f, 0, 1.0f, 0.05f},
+                                  {1.0f, 0x7fffffff, 1.0f, 1.0f}, {1.3f, 0, 1.0f, 0.002f}, {0.8f, 40, 0.95f, 0.05f},
+                                  {1.0f, 20, 1.0f, 0.1f},         {2.5f, 10, 0.9f, 0.05f}, {1.5f, 63, 0.5f, 0.02f}};
   const BatchShape shapes[] = {{16, 129280}, {5, 4099}, {1, 65}, {3, 131072}, {8, 77777}};
-  const ScalarFilter filters[] = {{1.0f, 0, 1.0f, 0.05f}, {0.7f, 0, 1.0f, 0.1f}, {2.5f, 0, 1.0f, 0.05f},
-                                  {1.0f, 0x7fffffff, 1.0f, 1.0f}, {1.3f, 0, 1.0f, 0.002f}};
   uint64_t seed = 16100;
-  for (const BatchShape& sh : shapes)
-    for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
-      for (const ScalarFilter& f : filters) {
-        BatchOptions o;
-        HostBatch b = make_batch(sh.rows, sh.vocab, dt, ++seed, o);
-        f.set_rows(b);
-        check_against_rowcta_repeat(b, f, t, reported, same, /*no_workspace=*/true);
-      }
-  const ScalarFilter edge_filters[] = {{1.0f, 0, 1.0f, 0.05f}, {0.5f, 0, 1.0f, 0.1f}};
-  for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter& f) { return 16300 + (uint64_t)dt * 17 + (uint64_t)(f.min_p * 100); },
+  for_each_scalar_batch(shapes, filters, seed, [&](const HostBatch& b, const ScalarFilter& f) {
+    check_against_rowcta_repeat(b, f, t, reported, same, /*no_workspace=*/true);
+  });
+  const ScalarFilter edge_filters[] = {{1.0f, 0, 1.0f, 0.05f}, {0.5f, 0, 1.0f, 0.1f}, {0.8f, 40, 0.95f, 0.05f}};
+  for_each_edge_batch(edge_filters, [](DType dt, const ScalarFilter& f) { return 16300 + (uint64_t)dt * 17 + (uint64_t)(f.min_p * 100) + (uint64_t)f.top_k; },
                       [&](const HostBatch& b, const ScalarFilter& f) {
                         for (bool lp : {true, false}) {
                           const Results big_res = run_scalar(b, f, false, lp);  // 256 rows: the row-CTA kernel
@@ -1456,7 +1450,8 @@ TEST(GpuSampler, ClusterMinPBatchesMatchCpuAndOtherKernels) {
                           }
                         }
                       });
-  const ScalarFilter many_filters[] = {{1.0f, 0, 1.0f, 0.05f}, {2.5f, 0, 1.0f, 0.1f}, {1.0f, 0, 1.0f, 1.0f}};
+  const ScalarFilter many_filters[] = {{1.0f, 0, 1.0f, 0.05f}, {2.5f, 0, 1.0f, 0.1f}, {1.0f, 0, 1.0f, 1.0f},
+                                       {1.0f, 40, 0.95f, 0.05f}, {2.5f, 5, 1.0f, 0.1f}};
   for (const BatchShape& sh : {BatchShape{6, 129280}, BatchShape{12, 6151}})
     for (DType dt : {DType::kF32, DType::kBF16, DType::kF16})
       for (const ScalarFilter& f : many_filters) {
@@ -1475,21 +1470,24 @@ TEST(GpuSampler, ClusterMinPBatchesMatchCpuAndOtherKernels) {
 }
 
 // The cluster kernel's min-p copy captured in a graph and replayed (a batch
-// of 4 with one flat row, past the list: with log-probs CTA 0's gather and
-// fallback, without them the race across the CTAs).
+// of 4 with one flat row): min-p alone (the flat row past the list: with
+// log-probs CTA 0's gather and fallback, without them the race across the
+// CTAs) and llama.cpp's chain (T 0.8, k 40, p 0.95, min_p 0.05: the top-k
+// search, CTA 0's list filtered by min-p).
 TEST(GpuSampler, GraphCaptureAndReplayClusterMinP) {
   TS_REQUIRE_GPU();
-  const ScalarFilter f{0.8f, 0, 1.0f, 0.05f};
-  HostBatch b = make_batch(4, 129280, DType::kBF16, 2032);
-  std::vector<float> flat((size_t)b.vocab, 0.25f);
-  b.set_row(1, flat.data());
-  f.set_rows(b);
-  for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
-  for (bool lp : {true, false}) {
-    bool ok = false;
-    check_graph_replay(b, &f, 3, true, ok, lp);
-    EXPECT_TRUE(ok) << "log-probs " << lp;
-    if (!ok) flags()["graph_capture"] = "fail";
+  for (const ScalarFilter& f : {ScalarFilter{0.8f, 0, 1.0f, 0.05f}, ScalarFilter{0.8f, 40, 0.95f, 0.05f}}) {
+    HostBatch b = make_batch(4, 129280, DType::kBF16, 2032);
+    std::vector<float> flat((size_t)b.vocab, 0.25f);
+    b.set_row(1, flat.data());
+    f.set_rows(b);
+    for (int64_t r = 0; r < b.rows; ++r) b.offset[r] = 100;
+    for (bool lp : {true, false}) {
+      bool ok = false;
+      check_graph_replay(b, &f, 3, true, ok, lp);
+      EXPECT_TRUE(ok) << "k " << f.top_k << " log-probs " << lp;
+      if (!ok) flags()["graph_capture"] = "fail";
+    }
   }
 }
 
