@@ -1,6 +1,6 @@
 // Cluster kernel of the pivot sampler: one thread-block cluster per row for
 // small batches of top-k rows (perf-notes step 11 (b), dev/cluster_probe.cu)
-// and, in its kMinP copy, of min-p rows (v102, v102c).
+// and, in its kMinP and kMinPTopK copies, of min-p rows (v102, v102d).
 //
 // Why: at B = 1 the chunked kernel spends ~18 us on a V = 129,280 top-k row,
 // ~11 of them past what greedy's one launch costs: 32 chunk CTAs each emit
@@ -204,11 +204,11 @@ __device__ __noinline__ WarpListResult cluster_cta_finish(const uint64_t* cand, 
 // smaller calls' copy keeps every register it wants (the cap spilled and
 // cost B = 1 ~1 us, v62) and its finish inline (fp32 at 8 rows uncapped
 // ran +15 %, v63).  Same arithmetic, same bits.
-// kMinP: the min-p copy.  Rows without top-k (and without top-p) list every
-// min-p survivor instead of searching (step 2' below); rows with top-k
-// (k < kWarpList, any top-p) search as top-k rows do and CTA 0 filters the
-// list by min-p before deciding.
-template <class T, class Policy, bool kCapped, bool kMinP>
+// kMinP: the copy for min-p rows without top-k or top-p, which lists every
+// min-p survivor instead of searching (step 2' below).  kMinPTopK: the copy
+// for min-p rows with top-k (k < kWarpList, any top-p), which searches as
+// top-k rows do; CTA 0 filters the list by min-p before deciding.
+template <class T, class Policy, bool kCapped, bool kMinP, bool kMinPTopK>
 __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMinBlocksPerSm : 1)
     cluster_topk_kernel(TS_PIVOT_KERNEL_ARGS a) {
   namespace cg = cooperative_groups;
@@ -386,11 +386,11 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     return;  // uniform: no CTA touches another's memory after the barrier above
   }
 
-  // 2'. Min-p rows (kMinP) without top-k: no search.  Every CTA holds the
-  // row's max, so each knows exactly which of its tokens pass min-p; their
-  // counts are exchanged like a round's (the three-pivot mailboxes) and,
-  // when all fit CTA 0's list (kMergeCap), each CTA sends its survivors
-  // there.  The list is then the row's whole min-p set, the list the chunked
+  // 2'. Min-p rows without top-k or top-p (kMinP): no search.  Every CTA
+  // holds the row's max, so each knows exactly which of its tokens pass
+  // min-p; their counts are exchanged like a round's (the three-pivot
+  // mailboxes) and, when all fit CTA 0's list (kMergeCap), each CTA sends
+  // its survivors there.  The list is then the row's whole min-p set, the list the chunked
   // merge decides from when its candidates are complete or its bounded
   // gather fits, so decide_and_draw gives the same bits.  More survivors
   // than the list holds (flat or hot rows): raced across the CTAs without
@@ -398,104 +398,99 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   // chunked merge's gather and fallback on the same row.  (No top-p here:
   // such a row past the list would defer to the split launches.)
   if constexpr (kMinP) {
-    if (!cfg.k_active) {
-      uint32_t mask = 0;
+    uint32_t mask = 0;
 #pragma unroll
-      for (int j = 0; j < kPer; ++j) mask |= (uint32_t)contract::passes_min_p(x[j], zmax, cfg.ln_minp) << j;
-      const int my = __popc(mask);
-      const int in_warp = __reduce_add_sync(0xffffffffu, my);
-      if (lane == 0) warp_counts[0][warp][0] = in_warp;
+    for (int j = 0; j < kPer; ++j) mask |= (uint32_t)contract::passes_min_p(x[j], zmax, cfg.ln_minp) << j;
+    const int my = __popc(mask);
+    const int in_warp = __reduce_add_sync(0xffffffffu, my);
+    if (lane == 0) warp_counts[0][warp][0] = in_warp;
+    __syncthreads();
+    if ((int)threadIdx.x < kCtas) {
+      int c = 0;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) c += warp_counts[0][w][0];
+      mailbox_send(&counts_in[0][rank], &box_rounds[0], threadIdx.x, make_uint4((uint32_t)c, 0u, 0u, 0u));
+    }
+    mailbox_wait(&box_rounds[0]);
+    int total = 0, base = 0;
+#pragma unroll
+    for (int c = 0; c < kCtas; ++c) {
+      const int n = (int)counts_in[0][c].x;
+      total += n;
+      base += c < rank ? n : 0;
+    }
+    TS_CLUSTER_MARK(4);
+    TS_CLUSTER_INFO(1, total);
+    const bool listed = total <= Policy::kMergeCap;  // uniform over the cluster
+    // Past the list, with no log-probs asked for: the kept set is every
+    // survivor, and the token their race's winner, which each CTA finds among
+    // its own (one exact score each, Philox and the contract's logs; the max
+    // of packed (score, index) is the same whatever the split), and CTA 0
+    // takes the best of the 16 (a message each, round 2's mailbox).  The
+    // token and kept count are the fallback's; its log-prob needs the kept
+    // mass in the fallback's own order, so calls that ask for log-probs take
+    // CTA 0's gather and fallback below.  Flat rows at B = 1: ~435 us there.
+    if (!listed && a.out.logprobs == nullptr) {
+      uint64_t best = 0;
+#pragma unroll 1
+      while (mask) {
+        const int j = __ffs((int)mask) - 1;
+        mask &= mask - 1u;
+        const uint32_t i = index_of(j);
+        const float s = contract::race_score(select_item(x, j), cfg.seed, cfg.offset, i);
+        const uint64_t q = pack_order(contract::order_key(s), i);
+        best = q > best ? q : best;
+      }
+      best = warp_max_u64(best);
+      if (lane == 0) warp_counts[1][warp][0] = (int)(uint32_t)best, warp_counts[1][warp][1] = (int)(uint32_t)(best >> 32);
       __syncthreads();
-      if ((int)threadIdx.x < kCtas) {
-        int c = 0;
+      const auto word_pair = [](uint32_t lo, uint32_t hi) { return ((uint64_t)hi << 32) | lo; };
+      if (threadIdx.x == 0) {
+        uint64_t b = 0;
 #pragma unroll
-        for (int w = 0; w < kWarps; ++w) c += warp_counts[0][w][0];
-        mailbox_send(&counts_in[0][rank], &box_rounds[0], threadIdx.x, make_uint4((uint32_t)c, 0u, 0u, 0u));
+        for (int w = 0; w < kWarps; ++w) {
+          const uint64_t q = word_pair((uint32_t)warp_counts[1][w][0], (uint32_t)warp_counts[1][w][1]);
+          b = q > b ? q : b;
+        }
+        mailbox_send(&counts_in[1][rank], &box_rounds[1], 0u, make_uint4((uint32_t)b, (uint32_t)(b >> 32), 0u, 0u));
       }
-      mailbox_wait(&box_rounds[0]);
-      int total = 0, base = 0;
+      if (rank != 0) return;
+      mailbox_wait(&box_rounds[1]);
+      if (threadIdx.x == 0) {
+        uint64_t b = 0;
 #pragma unroll
-      for (int c = 0; c < kCtas; ++c) {
-        const int n = (int)counts_in[0][c].x;
-        total += n;
-        base += c < rank ? n : 0;
+        for (int c = 0; c < kCtas; ++c) {
+          const uint64_t q = word_pair(counts_in[1][c].x, counts_in[1][c].y);
+          b = q > b ? q : b;
+        }
+        write_result(a.out, row_id, RowResult{TOKENSIFT_ROW_OK, (int32_t)packed_index(b), total, kNan});
       }
-      TS_CLUSTER_MARK(4);
-      TS_CLUSTER_INFO(1, total);
-      const bool listed = total <= Policy::kMergeCap;  // uniform over the cluster
-      // Past the list, with no log-probs asked for: the kept set is every
-      // survivor, and the token their race's winner, which each CTA finds among
-      // its own (one exact score each, Philox and the contract's logs; the max
-      // of packed (score, index) is the same whatever the split), and CTA 0
-      // takes the best of the 16 (a message each, round 2's mailbox).  The
-      // token and kept count are the fallback's; its log-prob needs the kept
-      // mass in the fallback's own order, so calls that ask for log-probs take
-      // CTA 0's gather and fallback below.  Flat rows at B = 1: ~435 us there.
-      if (!listed && a.out.logprobs == nullptr) {
-        uint64_t best = 0;
+      TS_CLUSTER_MARK(9);
+      return;
+    }
+    if (listed) {
+      if (rank == 0 && threadIdx.x == 0) {
+        sm.count = total;
+        mailbox_expect(&box_list, (uint32_t)total * sizeof(uint64_t));
+      }
+      if (my) {
+        int pos = atomicAdd(&local_n, my) + base;
 #pragma unroll 1
         while (mask) {
           const int j = __ffs((int)mask) - 1;
           mask &= mask - 1u;
-          const uint32_t i = index_of(j);
-          const float s = contract::race_score(select_item(x, j), cfg.seed, cfg.offset, i);
-          const uint64_t q = pack_order(contract::order_key(s), i);
-          best = q > best ? q : best;
-        }
-        best = warp_max_u64(best);
-        if (lane == 0) warp_counts[1][warp][0] = (int)(uint32_t)best, warp_counts[1][warp][1] = (int)(uint32_t)(best >> 32);
-        __syncthreads();
-        const auto word_pair = [](uint32_t lo, uint32_t hi) { return ((uint64_t)hi << 32) | lo; };
-        if (threadIdx.x == 0) {
-          uint64_t b = 0;
-#pragma unroll
-          for (int w = 0; w < kWarps; ++w) {
-            const uint64_t q = word_pair((uint32_t)warp_counts[1][w][0], (uint32_t)warp_counts[1][w][1]);
-            b = q > b ? q : b;
-          }
-          mailbox_send(&counts_in[1][rank], &box_rounds[1], 0u, make_uint4((uint32_t)b, (uint32_t)(b >> 32), 0u, 0u));
-        }
-        if (rank != 0) return;
-        mailbox_wait(&box_rounds[1]);
-        if (threadIdx.x == 0) {
-          uint64_t b = 0;
-#pragma unroll
-          for (int c = 0; c < kCtas; ++c) {
-            const uint64_t q = word_pair(counts_in[1][c].x, counts_in[1][c].y);
-            b = q > b ? q : b;
-          }
-          write_result(a.out, row_id, RowResult{TOKENSIFT_ROW_OK, (int32_t)packed_index(b), total, kNan});
-        }
-        TS_CLUSTER_MARK(9);
-        return;
-      }
-      if (listed) {
-        if (rank == 0 && threadIdx.x == 0) {
-          sm.count = total;
-          mailbox_expect(&box_list, (uint32_t)total * sizeof(uint64_t));
-        }
-        if (my) {
-          int pos = atomicAdd(&local_n, my) + base;
-#pragma unroll 1
-          while (mask) {
-            const int j = __ffs((int)mask) - 1;
-            mask &= mask - 1u;
-            mailbox_send(&sm.cand[pos++], &box_list, 0u, pack_order(contract::order_key(select_item(x, j)), index_of(j)));
-          }
+          mailbox_send(&sm.cand[pos++], &box_list, 0u, pack_order(contract::order_key(select_item(x, j)), index_of(j)));
         }
       }
-      // Only CTA 0 goes on, on its own memory (the gather reads the row).
-      if (rank != 0) return;
-      if (listed) mailbox_wait(&box_list);
-      TS_CLUSTER_MARK(7);
-      const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, listed, 0ull, zmax, -1.0);
-      if (threadIdx.x == 0) write_result(a.out, row_id, r);  // no top-k or top-p: never deferred
-      TS_CLUSTER_MARK(9);
-      return;
     }
-    // Min-p rows with top-k (k < kWarpList) take the top-k search below:
-    // its list is the row's order down to its pivot, which CTA 0 filters
-    // by min-p before deciding (the end of this kernel).
+    // Only CTA 0 goes on, on its own memory (the gather reads the row).
+    if (rank != 0) return;
+    if (listed) mailbox_wait(&box_list);
+    TS_CLUSTER_MARK(7);
+    const RowResult r = rowcta_finish<T, Policy>(a, row_id, cfg, smem, listed, 0ull, zmax, -1.0);
+    if (threadIdx.x == 0) write_result(a.out, row_id, r);  // no top-k or top-p: never deferred
+    TS_CLUSTER_MARK(9);
+    return;
   }
 
   // 2. The search.  Three pivots a round (the uncapped copy; the capped one
@@ -781,7 +776,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   __syncthreads();
   TS_CLUSTER_MARK(8);
   const uint64_t next = sm.count >= rs.eligible ? 0ull : tau_sh - 1ull;  // unlisted tokens are below tau
-  if constexpr (kMinP) {
+  if constexpr (kMinPTopK) {
     // Min-p rows with top-k: the list (at most kWarpList entries now) is
     // the row's order down to tau; the entries that pass min-p against the
     // row's max are a prefix of that order, and what decide_and_draw decides
@@ -789,7 +784,9 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
     // (complete when `next` fails min-p: every unlisted token then fails).
     // Either k of them precede `next` or the list holds every survivor, so
     // the row is decided from the list: the same sorted top k, or the same
-    // whole min-p set, and so the same bits.
+    // whole min-p set, and so the same bits.  (The barrier: every thread
+    // has read sm.count for `next` before warp 0 rewrites it; racecheck.)
+    __syncthreads();
     if (threadIdx.x < 32) {
       const int n = sm.count;
       const auto passes = [&](uint64_t e) {

@@ -7,5 +7,5 @@
 #include "cuda/pivot_kernels.cuh"
 
 namespace tokensift::cuda_detail {
-template cudaError_t launch_cluster<__half>(const PivotArgs&, bool, cudaStream_t);
+template cudaError_t launch_cluster<__half>(const PivotArgs&, int, cudaStream_t);
 }  // namespace tokensift::cuda_detail

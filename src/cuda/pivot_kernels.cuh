@@ -177,12 +177,14 @@ cudaError_t launch_rowcta_kernel(const PivotArgs& a, int kind, bool may_split, b
 // radix select, min-p rows past its list by the merge's gather and
 // fallback), so nothing follows it and it uses no workspace.
 template <class T>
-cudaError_t launch_cluster(const PivotArgs& a, bool min_p, cudaStream_t stream) {
+cudaError_t launch_cluster(const PivotArgs& a, int kind, cudaStream_t stream) {
   const bool capped = a.rows > PivotPolicy::kClusterUncappedMaxRows;
-  const auto kernel = min_p ? (capped ? cluster_topk_kernel<T, PivotPolicy, true, true>
-                                      : cluster_topk_kernel<T, PivotPolicy, false, true>)
-                            : (capped ? cluster_topk_kernel<T, PivotPolicy, true, false>
-                                      : cluster_topk_kernel<T, PivotPolicy, false, false>);
+  using Kernel = void (*)(PivotArgs);
+  const Kernel kernels[3][2] = {
+      {cluster_topk_kernel<T, PivotPolicy, false, false, false>, cluster_topk_kernel<T, PivotPolicy, true, false, false>},
+      {cluster_topk_kernel<T, PivotPolicy, false, true, false>, cluster_topk_kernel<T, PivotPolicy, true, true, false>},
+      {cluster_topk_kernel<T, PivotPolicy, false, false, true>, cluster_topk_kernel<T, PivotPolicy, true, false, true>}};
+  const Kernel kernel = kernels[kind][capped ? 1 : 0];
   // Clusters of 16 CTAs are past the portable 8 (sm_90 allows 16 on request).
   cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (e != cudaSuccess) return e;

@@ -61,11 +61,17 @@ enum RowCtaKind : int {
   kRowCtaTopKFine = 3,
 };
 
-// Small batches of top-k rows (k < kWarpList, no min-p) or of pure min-p
-// rows (min_p: no top-k, no top-p), scalar parameters: one thread-block
-// cluster per row, one launch (pivot_cluster.cuh).
+// The cluster kernel's copies (pivot_cluster.cuh), by the calls' rows.
+enum ClusterKernelKind {
+  kClusterKernelTopK = 0,      // top-k rows, k < kWarpList, no min-p (any top-p)
+  kClusterKernelMinP = 1,      // min-p rows without top-k or top-p
+  kClusterKernelMinPTopK = 2,  // min-p rows with top-k, k < kWarpList (any top-p)
+};
+
+// Small batches of rows of one ClusterKernelKind, scalar parameters: one
+// thread-block cluster per row, one launch (pivot_cluster.cuh).
 template <class T>
-cudaError_t launch_cluster(const PivotArgs& a, bool min_p, cudaStream_t stream);
+cudaError_t launch_cluster(const PivotArgs& a, int kind, cudaStream_t stream);
 
 // The row-CTA kernel, one CTA per row (pivot_rowcta.cuh), for calls whose
 // rows are all of one RowCtaKind; then the split fallback when may_split.

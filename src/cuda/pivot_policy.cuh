@@ -160,12 +160,15 @@
 #ifndef TOKENSIFT_PIVOT_CLUSTER_BINNED_CAPPED
 #define TOKENSIFT_PIVOT_CLUSTER_BINNED_CAPPED 1
 #endif
-// Whether calls of min-p rows (scalar parameters: no top-k and no top-p, or
-// top-k with k < kWarpList and any top-p) take the cluster kernel too, under
-// the same row and vocabulary limits (1), or the chunked kernel (0, before
-// v102).
+// Whether calls of min-p rows (scalar parameters) take the cluster kernel
+// too, under the same row and vocabulary limits (1), or the chunked kernel
+// (0): rows without top-k and top-p (CLUSTER_MIN_P, v102b), rows with top-k,
+// k < kWarpList, and any top-p (CLUSTER_MIN_P_TOP_K, v102d).
 #ifndef TOKENSIFT_PIVOT_CLUSTER_MIN_P
 #define TOKENSIFT_PIVOT_CLUSTER_MIN_P 1
+#endif
+#ifndef TOKENSIFT_PIVOT_CLUSTER_MIN_P_TOP_K
+#define TOKENSIFT_PIVOT_CLUSTER_MIN_P_TOP_K 1
 #endif
 // CTAs an SM must hold for the cluster kernel (its register cap).
 #ifndef TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS
@@ -380,6 +383,7 @@ struct PivotPolicy {
   static constexpr int kClusterMinBlocksPerSm = TOKENSIFT_PIVOT_CLUSTER_MIN_BLOCKS;
   static constexpr int64_t kClusterUncappedMaxRows = 4;
   static constexpr bool kClusterMinP = TOKENSIFT_PIVOT_CLUSTER_MIN_P != 0;
+  static constexpr bool kClusterMinPTopK = TOKENSIFT_PIVOT_CLUSTER_MIN_P_TOP_K != 0;
   static constexpr int kMaxMergeChunks = 256; // chunks' emitted counts cached in shared memory (V <= 1M); one per thread
   // Full-row fallback (pivot_fallback.cuh).
   static constexpr int kFbBins = 2048;        // depth bins below the row max; the last catches the rest

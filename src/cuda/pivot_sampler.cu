@@ -126,9 +126,10 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
 
 // Calls of at most kClusterMaxRows rows with V <= kClusterCtas x kThreads x
 // kClusterItems, on sm_90 or later, whose every row is, by scalar
-// parameters, a top-k row with k < kWarpList and no min-p (kTopK), or a
-// min-p row (kMinP) either without top-k and top-p (ds4's default sampling)
-// or with top-k, k < kWarpList, and any top-p (llama.cpp's default chain):
+// parameters, a top-k row with k < kWarpList and no min-p
+// (kClusterKernelTopK), or a min-p row either without top-k and top-p
+// (kClusterKernelMinP; ds4's default sampling) or with top-k, k <
+// kWarpList, and any top-p (kClusterKernelMinPTopK; llama.cpp's default):
 // one thread-block cluster per row (pivot_cluster.cuh).  Top-k rows end in
 // the row-CTA kernel's decision on the same list (the row's top k; the rows
 // its search cannot bracket by an exact select), min-p rows in the merge's
@@ -139,22 +140,23 @@ static int rowcta_kind(const LogitsView& logits, const SamplingParams& p, const 
 // anchors' k50_p0.9 B = 1 / 16 -17 / -10 %, same run).  Why no top-p on
 // min-p rows without top-k: such a row past the list defers to the split
 // launches, which need the workspace this path does without.
-enum class ClusterKind { kNone, kTopK, kMinP };
-static ClusterKind cluster_kind(const LogitsView& logits, const SamplingParams& p) {
-  if (PivotPolicy::kClusterMaxRows <= 0 || logits.rows > PivotPolicy::kClusterMaxRows) return ClusterKind::kNone;
+// Returns the ClusterKernelKind, or -1 for calls the cluster does not take.
+static int cluster_kind(const LogitsView& logits, const SamplingParams& p) {
+  if (PivotPolicy::kClusterMaxRows <= 0 || logits.rows > PivotPolicy::kClusterMaxRows) return -1;
   if (logits.vocab > (int64_t)PivotPolicy::kClusterCtas * PivotPolicy::kThreads * PivotPolicy::kClusterItems)
-    return ClusterKind::kNone;
-  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return ClusterKind::kNone;
-  if (contract::is_greedy_temperature(p.temperature.value)) return ClusterKind::kNone;
+    return -1;
+  if (p.temperature.per_row || p.min_p.per_row || p.top_k.per_row || p.top_p.per_row) return -1;
+  if (contract::is_greedy_temperature(p.temperature.value)) return -1;
   const bool k_active = p.top_k.value > 0 && (int64_t)p.top_k.value < logits.vocab;
-  ClusterKind kind = ClusterKind::kNone;
+  const bool small_k = k_active && p.top_k.value < PivotPolicy::kWarpList;
+  int kind = -1;
   if (p.min_p.value > 0.0f) {
-    const bool min_p_ok = k_active ? p.top_k.value < PivotPolicy::kWarpList : !(p.top_p.value < 1.0f);
-    if (PivotPolicy::kClusterMinP && min_p_ok) kind = ClusterKind::kMinP;
-  } else if (k_active && p.top_k.value < PivotPolicy::kWarpList) {
-    kind = ClusterKind::kTopK;
+    if (PivotPolicy::kClusterMinP && !k_active && !(p.top_p.value < 1.0f)) kind = kClusterKernelMinP;
+    if (PivotPolicy::kClusterMinPTopK && small_k) kind = kClusterKernelMinPTopK;
+  } else if (small_k) {
+    kind = kClusterKernelTopK;
   }
-  return kind != ClusterKind::kNone && device_is_sm90_or_later() ? kind : ClusterKind::kNone;
+  return kind >= 0 && device_is_sm90_or_later() ? kind : -1;
 }
 
 cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
@@ -205,15 +207,14 @@ cudaError_t launch_pivot(const LogitsView& logits, const SamplingParams& params,
   // list would.
   a.early_defer = PivotPolicy::kEarlyDefer && may_split && logits.rows <= PivotPolicy::kEarlyDeferMaxRows;
   // The cluster path uses no workspace: one launch decides every row.
-  if (const ClusterKind ck = cluster_kind(logits, params); ck != ClusterKind::kNone) {
-    const bool min_p = ck == ClusterKind::kMinP;
+  if (const int ck = cluster_kind(logits, params); ck >= 0) {
     switch (logits.dtype) {
       case DType::kF32:
-        return launch_cluster<float>(a, min_p, stream);
+        return launch_cluster<float>(a, ck, stream);
       case DType::kBF16:
-        return launch_cluster<__nv_bfloat16>(a, min_p, stream);
+        return launch_cluster<__nv_bfloat16>(a, ck, stream);
       case DType::kF16:
-        return launch_cluster<__half>(a, min_p, stream);
+        return launch_cluster<__half>(a, ck, stream);
     }
   }
   const int kind = rowcta_kind(logits, params, out);
