@@ -796,6 +796,7 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
       const bool k0 = lane < n && passes(e0), k1 = lane + 32 < n && passes(e1);
       const unsigned b0 = __ballot_sync(0xffffffffu, k0), b1 = __ballot_sync(0xffffffffu, k1);
       const unsigned below = (1u << lane) - 1u;
+      __syncwarp();  // every lane's reads of sm.count and sm.cand before the writes (a vote orders no memory)
       if (k0) sm.cand[__popc(b0 & below)] = e0;
       if (k1) sm.cand[__popc(b0) + __popc(b1 & below)] = e1;
       if (lane == 0) sm.count = __popc(b0) + __popc(b1);
