@@ -390,9 +390,9 @@ __global__ void __launch_bounds__(Policy::kThreads, kCapped ? Policy::kClusterMi
   // holds the row's max, so each knows exactly which of its tokens pass
   // min-p; their counts are exchanged like a round's (the three-pivot
   // mailboxes) and, when all fit CTA 0's list (kMergeCap), each CTA sends
-  // its survivors there.  The list is then the row's whole min-p set, the list the chunked
-  // merge decides from when its candidates are complete or its bounded
-  // gather fits, so decide_and_draw gives the same bits.  More survivors
+  // its survivors there.  The list is then the row's whole min-p set, the
+  // list the chunked merge decides from when its candidates are complete or
+  // its bounded gather fits, so decide_and_draw gives the same bits.  More survivors
   // than the list holds (flat or hot rows): raced across the CTAs without
   // log-probs, else CTA 0 alone runs decide_and_draw without a list, the
   // chunked merge's gather and fallback on the same row.  (No top-p here:
