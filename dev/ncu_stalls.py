@@ -7,7 +7,10 @@ the source lines with the most samples, with their top reasons.
       [--span resolve=pivot_fallback.cuh:254-300 ...]
 
 --span NAME=FILE:FIRST-LAST (repeatable) also sums the samples of a line
-range, e.g. one phase's function.  Samples land on the source line of the
+range, e.g. one phase's function.  Where the page has the warp-level
+executed-instruction column (Nsight's "Instructions Executed" /
+inst_executed), each file, top line and span also gets its share of the
+kernel's executed warp instructions.  Samples land on the source line of the
 code that ran, so an inlined helper (bin_of, the contract's log) counts on
 its own lines, whichever phase called it: a span holds what its lines
 themselves cost.
@@ -37,6 +40,8 @@ def main():
     per_line = defaultdict(lambda: defaultdict(float))
     text = {}
     totals = defaultdict(float)
+    instr = defaultdict(float)  # (file, line) -> warp instructions executed
+    instr_col = None
     for row in csv.reader(open(args.csv, newline="")):
         if not row:
             continue
@@ -47,10 +52,17 @@ def main():
             continue
         if row[0] == "Line No":
             header = row
+            instr_col = next((c for c in header if c in ("Instructions Executed", "inst_executed")), None)
             continue
         if header is None or not row[0].isdigit():
             continue
         rec = dict(zip(header, row))
+        if instr_col and rec.get(instr_col):
+            try:
+                instr[(os.path.basename(path), int(row[0]))] += float(rec[instr_col].replace(",", ""))
+                text.setdefault((os.path.basename(path), int(row[0])), row[1].strip()[:90])
+            except ValueError:
+                pass
         for k, v in rec.items():
             # Only the all-samples columns (the "(Not Issued)" ones repeat a subset).
             if k.startswith("stall_") and "Not Issued" not in k and v:
@@ -72,6 +84,17 @@ def main():
         s = sum(st.values())
         reasons = ", ".join(f"{k} {100 * v / s:.0f}%" for k, v in sorted(st.items(), key=lambda kv: -kv[1])[:3])
         print(f"  {100 * s / grand:5.1f} %  {f}:{ln:<5} [{reasons}]  {text[(f, ln)]}")
+    itotal = sum(instr.values())
+    if itotal:
+        print(f"{itotal / 1e6:.2f}M warp instructions executed; by file:")
+        by_file = defaultdict(float)
+        for (f, _), v in instr.items():
+            by_file[f] += v
+        for f, v in sorted(by_file.items(), key=lambda kv: -kv[1])[:15]:
+            print(f"  {f:<36} {100 * v / itotal:5.1f} %")
+        print(f"top {args.top} source lines by instructions:")
+        for (f, ln), v in sorted(instr.items(), key=lambda kv: -kv[1])[: args.top]:
+            print(f"  {100 * v / itotal:5.1f} %  {f}:{ln:<5} {text.get((f, ln), '')}")
     for name, f, a, b in spans:
         st = defaultdict(float)
         for (pf, ln), d in per_line.items():
@@ -80,7 +103,9 @@ def main():
                     st[k] += v
         s = sum(st.values())
         reasons = ", ".join(f"{k} {100 * v / s:.0f}%" for k, v in sorted(st.items(), key=lambda kv: -kv[1])[:3]) if s else ""
-        print(f"span {name} ({f}:{a}-{b}): {100 * s / grand:5.1f} % [{reasons}]")
+        ins = sum(v for (pf, ln), v in instr.items() if pf == f and a <= ln <= b)
+        share = f", instructions {100 * ins / itotal:5.1f} %" if itotal else ""
+        print(f"span {name} ({f}:{a}-{b}): stalls {100 * s / grand:5.1f} % [{reasons}]{share}")
 
 
 if __name__ == "__main__":
