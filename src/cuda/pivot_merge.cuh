@@ -485,6 +485,15 @@ __device__ RowResult decide_and_draw(const PivotArgs& a, int64_t row_id, const R
       __syncthreads();
       wl = sm.wres;
       d = {wl.decided != 0, wl.kept};
+    } else if (Policy::kMinPUnsortedRace && whole && cfg.m_active && !cfg.k_active && !cfg.p_active &&
+               a.out.logprobs == nullptr) {
+      // A complete list of a min-p row with neither top-k nor top-p is its
+      // kept set as it stands (the callers filter it by min-p first), and
+      // the race's maximum does not depend on the list's order: without a
+      // log-prob (whose mass is summed in the sorted order, so that every
+      // path adds the same terms in the same order) the sort decides
+      // nothing (v105).
+      d = {true, n};
     } else {
       d = decide_from_list<Policy>(sm, n, whole, bound, cfg, zmax, [&] { return chunk_mass(); });
     }

@@ -101,6 +101,11 @@
 #ifndef TOKENSIFT_PIVOT_ROWCTA_AHEAD
 #define TOKENSIFT_PIVOT_ROWCTA_AHEAD 1
 #endif
+// Whether decide_and_draw races a min-p row's complete list (no top-k, no
+// top-p, no log-prob asked for) without sorting it first (1) or sorts it (0).
+#ifndef TOKENSIFT_PIVOT_MIN_P_UNSORTED_RACE
+#define TOKENSIFT_PIVOT_MIN_P_UNSORTED_RACE 1
+#endif
 // Calls whose rows x chunks (the split fallback's most items per pass) are
 // at most this run its two passes in one launch, larger calls in two (0:
 // always two).
@@ -441,6 +446,9 @@ struct PivotPolicy {
   static constexpr int kRowCtaItems = TOKENSIFT_PIVOT_ROWCTA_ITEMS;
   static constexpr int kRowCtaMinBlocksPerSm = TOKENSIFT_PIVOT_ROWCTA_MIN_BLOCKS;
   static constexpr bool kRowCtaAhead = TOKENSIFT_PIVOT_ROWCTA_AHEAD != 0;  // loads one iteration ahead
+  // decide_and_draw: a min-p row's complete list without top-k, top-p or a
+  // log-prob is raced as it stands, its block sort skipped (v105).
+  static constexpr bool kMinPUnsortedRace = TOKENSIFT_PIVOT_MIN_P_UNSORTED_RACE != 0;
   // Top-k rows' finish (pivot_rowcta.cuh): the whole CTA ranks the list and
   // forms each position's mass and race score at once, where the one-warp
   // finish (2.9 us a row: sort 1.0, race 0.9) ran them one after the other
